@@ -1,0 +1,64 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// Error codes of the client API (docs/api.md).
+const (
+	CodeBadPath       = "bad_path"
+	CodeNotFound      = "not_found"
+	CodePrecondition  = "precondition_failed"
+	CodeTooLarge      = "too_large"
+	CodeNoSpace       = "no_space"
+	CodeNoQuorum      = "no_quorum"
+	CodeUnavailable   = "unavailable"
+	CodeRedirectLoop  = "redirect_loop"
+	CodeBadRequest    = "bad_request"
+	CodeUnauthorized  = "unauthorized"
+	CodeMethod        = "method_not_allowed"
+	CodeTruncated     = "truncated"
+	CodeConflict      = "conflict"
+	CodeInternal      = "internal"
+	CodeRouteNotFound = "no_such_route"
+)
+
+// Error writes the JSON error envelope.
+func Error(w http.ResponseWriter, status int, code, msg string) {
+	h := w.Header()
+	h.Del("Content-Length")
+	h.Del("ETag")
+	h.Del("Last-Modified")
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if status == http.StatusServiceUnavailable && h.Get("Retry-After") == "" {
+		h.Set("Retry-After", "1")
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(struct {
+		Error string `json:"error"`
+		Code  string `json:"code"`
+	}{msg, code})
+}
+
+// Unavailable answers 503 with a Retry-After of secs.
+func Unavailable(w http.ResponseWriter, secs int, code, msg string) {
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	Error(w, http.StatusServiceUnavailable, code, msg)
+}
+
+// JSON writes v as a JSON answer with status.
+func JSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// NotFound is the handler for unknown routes.
+func NotFound(w http.ResponseWriter, r *http.Request) {
+	Error(w, http.StatusNotFound, CodeRouteNotFound, "no such route: "+r.Method+" "+r.URL.Path+" (see docs/api.md)")
+}

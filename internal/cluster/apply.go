@@ -1,0 +1,159 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/mure-dev/mure/internal/meta"
+)
+
+// Apply commits cmd through raft, on the leader or forwarded to it, and
+// returns once this node has applied it too (so a proposer that acts on
+// the result sees it in its own state). Invalidating commands return only
+// after the leader's barrier made the invalidation effective.
+//
+// A forwarded command whose answer is lost is retried; every command is
+// idempotent or fenced (see docs/protocol.md), so a retry cannot apply a
+// write twice.
+func (c *Cluster) Apply(ctx context.Context, cmd meta.Command) (*meta.Result, error) {
+	backoff := 10 * time.Millisecond
+	for {
+		res, err := c.applyOnce(ctx, cmd)
+		if err == nil {
+			if werr := c.fsm.WaitApplied(ctx, res.Index); werr != nil {
+				return nil, werr
+			}
+			return res, nil
+		}
+		if !retryable(err) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("apply %s %s: %w (last error: %v)", cmd.Kind, cmd.Path, ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		if backoff < 200*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+func retryable(err error) bool {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, raft.ErrRaftShutdown):
+		return false
+	case errors.Is(err, ErrNoLeader), errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrEnqueueTimeout):
+		return true
+	}
+	var pe *PeerError
+	if errors.As(err, &pe) {
+		return pe.Status == http.StatusServiceUnavailable
+	}
+	// The leader could not be reached: retry, maybe with a new one.
+	return true
+}
+
+func (c *Cluster) applyOnce(ctx context.Context, cmd meta.Command) (*meta.Result, error) {
+	if c.IsLeader() {
+		return c.applyLocal(ctx, cmd)
+	}
+	_, addr := c.Leader()
+	if addr == "" {
+		return nil, ErrNoLeader
+	}
+	var res meta.Result
+	if err := c.peerCall(ctx, addr, "/peer/cluster/apply", cmd, &res); err != nil {
+		return nil, err
+	}
+	return res.Unwire(), nil
+}
+
+// applyLocal runs on the leader.
+func (c *Cluster) applyLocal(ctx context.Context, cmd meta.Command) (*meta.Result, error) {
+	if cmd.Time.IsZero() {
+		cmd.Time = time.Now().UTC()
+	}
+	b, err := cmd.Encode()
+	if err != nil {
+		return nil, err
+	}
+	timeout := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	f := c.raft.Apply(b, timeout)
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("raft apply %s: %w", cmd.Kind, err)
+	}
+	res, ok := f.Response().(*meta.Result)
+	if !ok {
+		return nil, fmt.Errorf("raft apply %s: unexpected response %T", cmd.Kind, f.Response())
+	}
+	if res.Duplicate && res.File != nil {
+		// A retried write whose first attempt may have lost its
+		// barrier: make sure no node outside the valid set serves it.
+		res.Invalidated = c.leasedExcept(res.File.Valid)
+	}
+	if res.Err == nil && len(res.Invalidated) > 0 && c.cfg.Barrier != nil {
+		if err := c.waitInvalidationReady(ctx); err != nil {
+			return nil, err
+		}
+		if err := c.cfg.Barrier(ctx, res); err != nil {
+			return nil, fmt.Errorf("invalidate %s: %w", cmd.Path, err)
+		}
+	}
+	return res, nil
+}
+
+// ReadIndex returns an index that, once applied locally, makes this node's
+// state at least as new as the leader's at the time of the call.
+func (c *Cluster) ReadIndex(ctx context.Context) (uint64, error) {
+	if c.IsLeader() {
+		if err := c.raft.VerifyLeader().Error(); err != nil {
+			return 0, fmt.Errorf("verify leadership: %w", err)
+		}
+		return c.fsm.Applied(), nil
+	}
+	_, addr := c.Leader()
+	if addr == "" {
+		return 0, ErrNoLeader
+	}
+	var resp leaseResp
+	if err := c.peerCall(ctx, addr, "/peer/cluster/readindex", struct{}{}, &resp); err != nil {
+		return 0, err
+	}
+	return resp.Index, nil
+}
+
+// CatchUp waits until this node's state is at least as new as the
+// leader's now: the basis of consistent listings.
+func (c *Cluster) CatchUp(ctx context.Context) error {
+	idx, err := c.ReadIndex(ctx)
+	if err != nil {
+		return err
+	}
+	return c.fsm.WaitApplied(ctx, idx)
+}
+
+// leasedExcept returns the nodes holding a lease from this leader, less keep.
+func (c *Cluster) leasedExcept(keep []string) []string {
+	c.leader.mu.Lock()
+	defer c.leader.mu.Unlock()
+	var out []string
+	now := time.Now()
+	for id, d := range c.leader.table {
+		if now.Before(d) && !slices.Contains(keep, id) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,79 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/transport"
+)
+
+// Config is what a node needs to take part in a cluster.
+type Config struct {
+	// NodeID is this node's stable identity (kept in its data directory).
+	NodeID string
+	// ClusterID names the cluster; empty on a node that has not joined
+	// one yet (it learns the ID from the members it joins).
+	ClusterID string
+	// Dir holds raft's log, stable store and snapshots.
+	Dir string
+	// HTTPAddr is the advertised client API address, gossiped to others so
+	// that they can redirect clients here.
+	HTTPAddr string
+	// Mux carries gossip, raft and the peer HTTP API on one port.
+	Mux *transport.Mux
+	// Key is the cluster key; gossip is encrypted with a key derived from it.
+	Key transport.Key
+	// Join lists peer addresses of members to contact at start.
+	Join []string
+	// Bootstrap starts a new one-node cluster when Dir holds no raft state
+	// and Join is empty.
+	Bootstrap bool
+	// Barrier runs on the leader after a command that invalidated copies
+	// was applied, before the proposer is answered (see docs/protocol.md).
+	Barrier func(ctx context.Context, r *meta.Result) error
+	Timing  Timing
+	Logger  *slog.Logger
+}
+
+// Timing groups every timeout of the cluster layer. Production uses
+// DefaultTiming; tests use FastTiming so that elections and failure
+// detection take a fraction of a second.
+type Timing struct {
+	// Raft: heartbeat and election timeouts. Shorter detects a dead
+	// leader sooner but risks needless elections on a loaded machine.
+	RaftHeartbeat, RaftElection, RaftLeaderLease, RaftCommit time.Duration
+	// Gossip: probe interval and timeout; a node is declared dead after
+	// roughly SuspicionMult × log(N) × ProbeInterval.
+	GossipProbeInterval, GossipProbeTimeout, GossipInterval time.Duration
+	GossipSuspicionMult                                     int
+	// ReadLease is how long a node may serve reads from its local state
+	// after the leader last confirmed it. A write that invalidates a copy
+	// on an unreachable node waits at most this long.
+	ReadLease time.Duration
+	// DeadVoterGrace is how long a voter may be dead before a live
+	// non-voter replaces it.
+	DeadVoterGrace time.Duration
+	// Reconcile is the period of the leader's membership reconciliation.
+	Reconcile time.Duration
+}
+
+// DefaultTiming suits a LAN.
+func DefaultTiming() Timing {
+	return Timing{
+		RaftHeartbeat: time.Second, RaftElection: time.Second, RaftLeaderLease: 500 * time.Millisecond, RaftCommit: 50 * time.Millisecond,
+		GossipProbeInterval: time.Second, GossipProbeTimeout: 500 * time.Millisecond, GossipInterval: 200 * time.Millisecond, GossipSuspicionMult: 4,
+		ReadLease: 2 * time.Second, DeadVoterGrace: 30 * time.Second, Reconcile: time.Second,
+	}
+}
+
+// FastTiming is for tests on one machine: failures are noticed in well
+// under a second.
+func FastTiming() Timing {
+	return Timing{
+		RaftHeartbeat: 150 * time.Millisecond, RaftElection: 150 * time.Millisecond, RaftLeaderLease: 100 * time.Millisecond, RaftCommit: 10 * time.Millisecond,
+		GossipProbeInterval: 100 * time.Millisecond, GossipProbeTimeout: 50 * time.Millisecond, GossipInterval: 50 * time.Millisecond, GossipSuspicionMult: 2,
+		ReadLease: 600 * time.Millisecond, DeadVoterGrace: 2 * time.Second, Reconcile: 100 * time.Millisecond,
+	}
+}

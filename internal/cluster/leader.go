@@ -1,0 +1,124 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// leaderState is what this node keeps while it leads: when it became
+// leader, whether it has caught up (lease grants allowed), and the lease
+// it granted to each node.
+type leaderState struct {
+	mu     sync.Mutex
+	is     bool
+	since  time.Time
+	ready  bool
+	table  map[string]time.Time // node → lease deadline (leader's clock)
+	epoch  uint64
+	readyC chan struct{}
+}
+
+func (c *Cluster) leaderLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case is := <-c.notifyCh:
+			c.leader.mu.Lock()
+			c.leader.epoch++
+			c.leader.is, c.leader.since, c.leader.ready = is, time.Now(), false
+			clear(c.leader.table)
+			c.leader.readyC = make(chan struct{})
+			epoch := c.leader.epoch
+			c.leader.mu.Unlock()
+			if is {
+				c.log.Info("became leader")
+				c.goLoop(ctx, func(ctx context.Context) { c.catchUp(ctx, epoch) })
+			} else {
+				c.log.Info("lost leadership")
+			}
+		}
+	}
+}
+
+// catchUp applies everything committed by earlier leaders before this
+// leader grants read leases: a lease carries the leader's applied index.
+func (c *Cluster) catchUp(ctx context.Context, epoch uint64) {
+	for ctx.Err() == nil {
+		if err := c.raft.Barrier(5 * time.Second).Error(); err != nil {
+			if c.raft.State() != raft.Leader {
+				return
+			}
+			continue
+		}
+		c.leader.mu.Lock()
+		if c.leader.epoch == epoch {
+			c.leader.ready = true
+			close(c.leader.readyC)
+		}
+		c.leader.mu.Unlock()
+		c.kick()
+		return
+	}
+}
+
+// grantLease records a read lease for node and returns the index the node
+// must have applied before using it.
+func (c *Cluster) grantLease(node string) (uint64, error) {
+	c.leader.mu.Lock()
+	if !c.leader.is || !c.leader.ready {
+		c.leader.mu.Unlock()
+		return 0, ErrNotLeaseReady
+	}
+	c.leader.table[node] = time.Now().Add(c.cfg.Timing.ReadLease)
+	c.leader.mu.Unlock()
+	// Confirm leadership after recording the lease: a deposed leader
+	// must not hand out leases (see docs/protocol.md, "read leases").
+	if err := c.raft.VerifyLeader().Error(); err != nil {
+		return 0, fmt.Errorf("verify leadership: %w", err)
+	}
+	return c.fsm.Applied(), nil
+}
+
+// LeaseDeadline returns, on the leader, until when node may still serve
+// reads under a lease this leader granted.
+func (c *Cluster) LeaseDeadline(node string) (time.Time, bool) {
+	c.leader.mu.Lock()
+	defer c.leader.mu.Unlock()
+	d, ok := c.leader.table[node]
+	return d, ok && time.Now().Before(d)
+}
+
+// waitInvalidationReady blocks until leases granted by earlier leaders,
+// which this leader cannot know, have certainly expired.
+func (c *Cluster) waitInvalidationReady(ctx context.Context) error {
+	c.leader.mu.Lock()
+	if !c.leader.is {
+		c.leader.mu.Unlock()
+		return ErrNoLeader
+	}
+	wait := time.Until(c.leader.since.Add(c.cfg.Timing.ReadLease))
+	c.leader.mu.Unlock()
+	if wait <= 0 {
+		return nil
+	}
+	select {
+	case <-time.After(wait):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// IsLeader reports whether this node is the raft leader.
+func (c *Cluster) IsLeader() bool { return c.raft.State() == raft.Leader }
+
+// Leader returns the leader's node ID and peer address ("" when unknown).
+func (c *Cluster) Leader() (id, peerAddr string) {
+	addr, sid := c.raft.LeaderWithID()
+	return string(sid), string(addr)
+}

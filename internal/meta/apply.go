@@ -1,0 +1,196 @@
+package meta
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Apply executes one command at raft index idx and reports what changed.
+// It never fails as a machine: refusals are in Result.Err.
+func (s *State) Apply(idx uint64, c Command) *Result {
+	r := &Result{Index: idx}
+	switch c.Kind {
+	case KindAcquire:
+		r.File, r.Err = s.acquire(idx, c)
+	case KindCommit:
+		r.File, r.Invalidated, r.Duplicate, r.Err = s.commit(idx, c)
+	case KindRelease:
+		r.File, r.Err = s.release(c)
+	case KindReplica:
+		r.File, r.Err = s.replica(c)
+	case KindDelete:
+		r.File, r.Invalidated, r.Duplicate, r.Err = s.delete(idx, c)
+	case KindSetConfig:
+		r.Err = s.setConfig(c)
+	case KindNodeUpsert:
+		r.Err = s.nodeUpsert(c)
+	case KindNodeRemove:
+		r.Err = s.nodeRemove(c, r)
+	default:
+		r.Err = fmt.Errorf("%w: unknown kind %q", ErrBadCommand, c.Kind)
+	}
+	return r
+}
+
+// fileOrNew returns a private copy of path's record to modify.
+func (s *State) fileOrNew(path string) *File {
+	if f := s.File(path); f != nil {
+		return f.clone()
+	}
+	return &File{Path: path}
+}
+
+func (s *State) acquire(idx uint64, c Command) (*File, error) {
+	if c.Path == "" || c.Node == "" {
+		return nil, fmt.Errorf("%w: acquire needs a path and a node", ErrBadCommand)
+	}
+	if n := s.nodes[c.Node]; n == nil || n.State == NodeRemoved {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownNode, c.Node)
+	}
+	f := s.fileOrNew(c.Path)
+	switch {
+	case f.Holder == c.Node:
+		return f, nil // already held: idempotent
+	case f.Holder != "" && !c.Force:
+		return f, fmt.Errorf("%w: %s holds %s", ErrHeld, f.Holder, c.Path)
+	}
+	f.Holder, f.Grant = c.Node, idx
+	s.put(f)
+	return f, nil
+}
+
+func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
+	cur := s.File(c.Path)
+	if cur == nil || cur.Holder != c.Node || cur.Grant != c.Grant {
+		return cur, nil, false, fmt.Errorf("%w: %s on %s (grant %d)", ErrNotHolder, c.Node, c.Path, c.Grant)
+	}
+	if v, ok := cur.IdemVersion(c.Idem); ok && v == cur.Version {
+		return cur, nil, true, nil
+	}
+	if err := c.Cond.check(cur); err != nil {
+		return cur, nil, false, err
+	}
+	f := cur.clone()
+	f.Version, f.BlobID, f.Size, f.Sum, f.Modified, f.Deleted = idx, c.BlobID, c.Size, c.Sum, c.Time, false
+	f.Valid = append([]string{c.Node}, c.Standby...)
+	slices.Sort(f.Valid)
+	f.Valid = slices.Compact(f.Valid)
+	f.rememberIdem(c.Idem, idx)
+	s.put(f)
+	return f, invalidated(cur.Valid, f.Valid), false, nil
+}
+
+func (s *State) release(c Command) (*File, error) {
+	cur := s.File(c.Path)
+	if cur == nil || cur.Holder != c.Node || cur.Grant != c.Grant {
+		return cur, fmt.Errorf("%w: %s on %s (grant %d)", ErrNotHolder, c.Node, c.Path, c.Grant)
+	}
+	f := cur.clone()
+	f.Holder, f.Grant = "", 0
+	s.put(f)
+	return f, nil
+}
+
+func (s *State) replica(c Command) (*File, error) {
+	cur := s.File(c.Path)
+	switch {
+	case cur == nil || !cur.Exists() || cur.Version != c.Version:
+		return cur, fmt.Errorf("%w: %s is not at version %d", ErrStale, c.Path, c.Version)
+	case cur.Suspended():
+		// Replication is suspended while a write right is held; the copy
+		// will be offered again after the release.
+		return cur, fmt.Errorf("%w: %s is suspended", ErrStale, c.Path)
+	case s.nodes[c.Node] == nil || s.nodes[c.Node].State != NodeActive:
+		return cur, fmt.Errorf("%w: %s", ErrUnknownNode, c.Node)
+	case cur.IsValidOn(c.Node):
+		return cur, nil
+	}
+	f := cur.clone()
+	f.Valid = append(f.Valid, c.Node)
+	slices.Sort(f.Valid)
+	s.put(f)
+	return f, nil
+}
+
+func (s *State) delete(idx uint64, c Command) (*File, []string, bool, error) {
+	cur := s.File(c.Path)
+	if v, ok := cur.IdemVersion(c.Idem); ok && cur.Version == v {
+		return cur, nil, true, nil
+	}
+	if !cur.Exists() {
+		return cur, nil, false, fmt.Errorf("%w: %s", ErrNotFound, c.Path)
+	}
+	if cur.Holder != "" && cur.Holder != c.Node && !c.Force {
+		return cur, nil, false, fmt.Errorf("%w: %s holds %s", ErrHeld, cur.Holder, c.Path)
+	}
+	if err := c.Cond.check(cur); err != nil {
+		return cur, nil, false, err
+	}
+	f := cur.clone()
+	f.Version, f.Deleted, f.Modified = idx, true, c.Time
+	f.BlobID, f.Size, f.Sum = "", 0, ""
+	f.Holder, f.Grant, f.Valid = "", 0, nil
+	f.rememberIdem(c.Idem, idx)
+	s.put(f)
+	return f, cur.Valid, false, nil
+}
+
+func (s *State) setConfig(c Command) error {
+	if err := ValidateSetting(c.Key, c.Value); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadCommand, err)
+	}
+	s.config[c.Key] = c.Value
+	return nil
+}
+
+func (s *State) nodeUpsert(c Command) error {
+	if c.Info == nil || c.Info.ID == "" {
+		return fmt.Errorf("%w: node_upsert needs a node", ErrBadCommand)
+	}
+	if old := s.nodes[c.Info.ID]; old != nil && old.State == NodeRemoved {
+		return fmt.Errorf("%w: %s was removed for good; wipe its data directory to add it as a new node", ErrUnknownNode, c.Info.ID)
+	}
+	n := *c.Info
+	s.nodes[n.ID] = &n
+	return nil
+}
+
+// nodeRemove marks a node removed and drops it from every file: its copies
+// stop counting and a right it held is released.
+func (s *State) nodeRemove(c Command, r *Result) error {
+	n := s.nodes[c.Node]
+	if n == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownNode, c.Node)
+	}
+	m := *n
+	m.State, m.Since = NodeRemoved, c.Time
+	s.nodes[c.Node] = &m
+	var changed []*File
+	s.files.Ascend(func(f *File) bool {
+		if f.Holder == c.Node || f.IsValidOn(c.Node) {
+			changed = append(changed, f)
+		}
+		return true
+	})
+	for _, cur := range changed {
+		f := cur.clone()
+		if f.Holder == c.Node {
+			f.Holder, f.Grant = "", 0
+		}
+		f.Valid = slices.DeleteFunc(f.Valid, func(id string) bool { return id == c.Node })
+		s.put(f)
+	}
+	r.Invalidated = []string{c.Node}
+	return nil
+}
+
+// invalidated returns the members of before that are not in after (both sorted).
+func invalidated(before, after []string) []string {
+	var out []string
+	for _, id := range before {
+		if _, ok := slices.BinarySearch(after, id); !ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}

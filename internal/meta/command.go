@@ -1,0 +1,158 @@
+package meta
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors returned in Result.Err. They describe a decision of the
+// state machine, not a failure of it.
+var (
+	// ErrHeld: another node holds the path's write right (Result.File.Holder).
+	ErrHeld = errors.New("meta: write right held by another node")
+	// ErrNotHolder: a Commit or Release presented a right it does not hold
+	// (it was taken over, or never granted).
+	ErrNotHolder = errors.New("meta: not the holder of the write right")
+	// ErrPrecondition: If-Match / If-None-Match did not hold.
+	ErrPrecondition = errors.New("meta: precondition failed")
+	// ErrNotFound: the path does not exist (or is deleted).
+	ErrNotFound = errors.New("meta: file not found")
+	// ErrStale: a Replica report named a version that is no longer current.
+	ErrStale = errors.New("meta: stale version")
+	// ErrBadCommand: the command could not be decoded or is invalid.
+	ErrBadCommand = errors.New("meta: bad command")
+	// ErrUnknownNode: the command names a node the cluster does not know.
+	ErrUnknownNode = errors.New("meta: unknown node")
+)
+
+// Kind names a command.
+type Kind string
+
+// The commands of the state machine.
+const (
+	KindAcquire    Kind = "acquire"
+	KindCommit     Kind = "commit"
+	KindRelease    Kind = "release"
+	KindReplica    Kind = "replica"
+	KindDelete     Kind = "delete"
+	KindSetConfig  Kind = "set_config"
+	KindNodeUpsert Kind = "node_upsert"
+	KindNodeRemove Kind = "node_remove"
+)
+
+// Cond is a write precondition, checked against the current version.
+type Cond struct {
+	// IfMatch, when non-zero, requires the current live version to equal it.
+	IfMatch uint64 `json:"if_match,omitempty"`
+	// IfNoneMatch requires the path not to exist (create only).
+	IfNoneMatch bool `json:"if_none_match,omitempty"`
+}
+
+func (c Cond) check(f *File) error {
+	if c.IfNoneMatch && f.Exists() {
+		return fmt.Errorf("%w: %s exists", ErrPrecondition, f.Path)
+	}
+	if c.IfMatch != 0 && (!f.Exists() || f.Version != c.IfMatch) {
+		return fmt.Errorf("%w: %s is not at version %s", ErrPrecondition, f.Path, formatVersion(c.IfMatch))
+	}
+	return nil
+}
+
+// Command is one entry of the replicated log. Fields are used according to
+// Kind; unused ones stay empty.
+type Command struct {
+	Kind Kind   `json:"kind"`
+	Path string `json:"path,omitempty"`
+	// Node is the node issuing the command (writer, replica, ...).
+	Node string `json:"node,omitempty"`
+	// Grant is the fencing token of a Commit or Release.
+	Grant uint64 `json:"grant,omitempty"`
+	// Force lets Acquire take the right from a holder the leader has
+	// found dead.
+	Force bool `json:"force,omitempty"`
+	// Version names the version a Replica report or Release is about.
+	Version uint64    `json:"version,omitempty"`
+	BlobID  string    `json:"blob_id,omitempty"`
+	Size    int64     `json:"size,omitempty"`
+	Sum     string    `json:"sha256,omitempty"`
+	Time    time.Time `json:"time,omitempty"`
+	// Standby lists the extra nodes that durably hold the committed blob.
+	Standby []string `json:"standby,omitempty"`
+	Cond    Cond     `json:"cond,omitempty"`
+	Idem    string   `json:"idem,omitempty"`
+	Key     string   `json:"key,omitempty"`
+	Value   string   `json:"value,omitempty"`
+	Info    *Node    `json:"info,omitempty"`
+}
+
+// Encode serialises a command for the raft log.
+func (c Command) Encode() ([]byte, error) { return json.Marshal(c) }
+
+// DecodeCommand parses a raft log entry.
+func DecodeCommand(b []byte) (Command, error) {
+	var c Command
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("%w: %v", ErrBadCommand, err)
+	}
+	return c, nil
+}
+
+// Result is what applying a command produced.
+type Result struct {
+	// Index is the raft index the command was applied at.
+	Index uint64 `json:"index"`
+	// File is the record after the command (nil for non-file commands).
+	File *File `json:"file,omitempty"`
+	// Invalidated lists nodes whose copy of File.Path stopped being valid.
+	// The leader must make that effective (acknowledgement or lease
+	// expiry) before answering the proposer.
+	Invalidated []string `json:"invalidated,omitempty"`
+	// Duplicate is set when an idempotency key matched an earlier write.
+	Duplicate bool `json:"duplicate,omitempty"`
+	// Err is the state machine's decision when the command was refused.
+	Err error `json:"-"`
+	// ErrMsg carries Err across the wire; see Error().
+	ErrMsg  string `json:"err,omitempty"`
+	ErrKind string `json:"err_kind,omitempty"`
+}
+
+var errKinds = map[string]error{
+	"held": ErrHeld, "not_holder": ErrNotHolder, "precondition": ErrPrecondition,
+	"not_found": ErrNotFound, "stale": ErrStale, "bad_command": ErrBadCommand,
+	"unknown_node": ErrUnknownNode,
+}
+
+// Wire prepares a result for sending to another node.
+func (r *Result) Wire() *Result {
+	if r.Err != nil {
+		r.ErrMsg = r.Err.Error()
+		for k, e := range errKinds {
+			if errors.Is(r.Err, e) {
+				r.ErrKind = k
+			}
+		}
+	}
+	return r
+}
+
+// Unwire restores Err after a result crossed the wire.
+func (r *Result) Unwire() *Result {
+	if r.ErrMsg != "" {
+		if e, ok := errKinds[r.ErrKind]; ok {
+			r.Err = &wireErr{msg: r.ErrMsg, kind: e}
+		} else {
+			r.Err = errors.New(r.ErrMsg)
+		}
+	}
+	return r
+}
+
+type wireErr struct {
+	msg  string
+	kind error
+}
+
+func (e *wireErr) Error() string { return e.msg }
+func (e *wireErr) Unwrap() error { return e.kind }

@@ -1,0 +1,166 @@
+package meta
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/google/btree"
+)
+
+// State is the whole replicated state. It is not safe for concurrent use:
+// FSM guards it.
+type State struct {
+	files  *btree.BTreeG[*File]
+	nodes  map[string]*Node
+	config map[string]string
+	// counts kept up to date by put.
+	live, suspended int
+}
+
+func lessFile(a, b *File) bool { return a.Path < b.Path }
+
+// NewState returns an empty state with default settings.
+func NewState() *State {
+	return &State{
+		files:  btree.NewG(32, lessFile),
+		nodes:  map[string]*Node{},
+		config: map[string]string{},
+	}
+}
+
+// File returns the record of path, or nil.
+func (s *State) File(path string) *File {
+	f, _ := s.files.Get(&File{Path: path})
+	return f
+}
+
+func (s *State) put(f *File) {
+	if old, ok := s.files.ReplaceOrInsert(f); ok {
+		s.count(old, -1)
+	}
+	s.count(f, 1)
+}
+
+func (s *State) count(f *File, d int) {
+	if f.Exists() {
+		s.live += d
+	}
+	if f.Suspended() {
+		s.suspended += d
+	}
+}
+
+// Node returns a node record, or nil.
+func (s *State) Node(id string) *Node { return s.nodes[id] }
+
+// Nodes returns all node records sorted by ID.
+func (s *State) Nodes() []Node {
+	out := make([]Node, 0, len(s.nodes))
+	for _, n := range s.nodes {
+		out = append(out, *n)
+	}
+	slices.SortFunc(out, func(a, b Node) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// ActiveNodes returns the IDs of active nodes, sorted.
+func (s *State) ActiveNodes() []string {
+	var out []string
+	for id, n := range s.nodes {
+		if n.State == NodeActive {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Config returns a copy of the settings, defaults included.
+func (s *State) Config() map[string]string {
+	m := DefaultConfig()
+	maps.Copy(m, s.config)
+	return m
+}
+
+// Counts returns the number of live files and of suspended ones.
+func (s *State) Counts() (live, suspended int) { return s.live, s.suspended }
+
+// ListEntry is one row of a listing: a file or, with a delimiter, a
+// common prefix (File nil).
+type ListEntry struct {
+	File   *File
+	Prefix string
+}
+
+// List walks live files in path order, starting after `after`, under
+// prefix. With a delimiter, paths sharing the part up to the next
+// delimiter collapse into one prefix entry. It returns at most limit
+// entries and the cursor of the next page ("" at the end).
+func (s *State) List(prefix, delimiter, after string, limit int) ([]ListEntry, string) {
+	var out []ListEntry
+	next := ""
+	start := prefix
+	if after > start {
+		start = after
+	}
+	s.files.AscendGreaterOrEqual(&File{Path: start}, func(f *File) bool {
+		if !strings.HasPrefix(f.Path, prefix) {
+			return false
+		}
+		if f.Path <= after || !f.Exists() {
+			return true
+		}
+		entry := ListEntry{File: f}
+		key := f.Path
+		if delimiter != "" {
+			if i := strings.Index(f.Path[len(prefix):], delimiter); i >= 0 {
+				key = f.Path[:len(prefix)+i+len(delimiter)]
+				entry = ListEntry{Prefix: key}
+				if len(out) > 0 && out[len(out)-1].Prefix == key {
+					return true
+				}
+			}
+		}
+		if len(out) == limit {
+			next = out[len(out)-1].cursor()
+			return false
+		}
+		out = append(out, entry)
+		return true
+	})
+	return out, next
+}
+
+// cursor is where the page after this entry starts: past every path under
+// a collapsed prefix.
+func (e ListEntry) cursor() string {
+	if e.File != nil {
+		return e.File.Path
+	}
+	return e.Prefix + "\U0010FFFF"
+}
+
+// Targets returns the nodes that should hold a copy of f: every active node
+// with full replication, else k nodes: the active valid ones first, then
+// the rest by rendezvous hashing of the path, so placement is stable.
+func (s *State) Targets(f *File, replicas int) []string {
+	active := s.ActiveNodes()
+	if replicas <= 0 || replicas >= len(active) {
+		return active
+	}
+	ranked := rendezvous(f.Path, active)
+	out := make([]string, 0, replicas)
+	for _, id := range ranked {
+		if len(out) < replicas && f.IsValidOn(id) {
+			out = append(out, id)
+		}
+	}
+	for _, id := range ranked {
+		if len(out) < replicas && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
