@@ -122,7 +122,7 @@ func (c *Cluster) startRaft() (bool, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o700); err != nil {
 		return false, fmt.Errorf("raft dir: %w", err)
 	}
-	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: &slogWriter{log: c.log.With("part", "raft")}})
+	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Error, Output: &slogWriter{log: c.log.With("part", "raft")}})
 	w, err := wal.Open(filepath.Join(dir, "wal"), wal.WithLogger(hl))
 	if err != nil {
 		return false, fmt.Errorf("open raft log: %w", err)

@@ -67,7 +67,7 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 	if v, ok := cur.IdemVersion(c.Idem); ok && v == cur.Version {
 		return cur, nil, true, nil
 	}
-	if err := c.Cond.check(cur); err != nil {
+	if err := c.Cond.Check(cur); err != nil {
 		return cur, nil, false, err
 	}
 	f := cur.clone()
@@ -123,7 +123,7 @@ func (s *State) delete(idx uint64, c Command) (*File, []string, bool, error) {
 	if cur.Holder != "" && cur.Holder != c.Node && !c.Force {
 		return cur, nil, false, fmt.Errorf("%w: %s holds %s", ErrHeld, cur.Holder, c.Path)
 	}
-	if err := c.Cond.check(cur); err != nil {
+	if err := c.Cond.Check(cur); err != nil {
 		return cur, nil, false, err
 	}
 	f := cur.clone()

@@ -50,12 +50,13 @@ type Cond struct {
 	IfNoneMatch bool `json:"if_none_match,omitempty"`
 }
 
-func (c Cond) check(f *File) error {
+// Check reports whether the condition holds for f (ErrPrecondition if not).
+func (c Cond) Check(f *File) error {
 	if c.IfNoneMatch && f.Exists() {
 		return fmt.Errorf("%w: %s exists", ErrPrecondition, f.Path)
 	}
 	if c.IfMatch != 0 && (!f.Exists() || f.Version != c.IfMatch) {
-		return fmt.Errorf("%w: %s is not at version %s", ErrPrecondition, f.Path, formatVersion(c.IfMatch))
+		return fmt.Errorf("%w: %s is not at version %s", ErrPrecondition, f.Path, ETagOf(c.IfMatch))
 	}
 	return nil
 }

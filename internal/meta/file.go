@@ -2,6 +2,8 @@ package meta
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -87,49 +89,16 @@ func (f *File) rememberIdem(key string, version uint64) {
 
 // ETagOf formats a version as a quoted entity tag.
 func ETagOf(version uint64) string {
-	return `"` + formatVersion(version) + `"`
-}
-
-func formatVersion(v uint64) string {
-	const digits = "0123456789abcdef"
-	if v == 0 {
-		return "0"
-	}
-	var b [16]byte
-	i := len(b)
-	for v > 0 {
-		i--
-		b[i] = digits[v&15]
-		v >>= 4
-	}
-	return string(b[i:])
+	return `"` + strconv.FormatUint(version, 10) + `"`
 }
 
 // ParseETag returns the version named by an entity tag (quoted or not, weak
 // or strong), or false.
 func ParseETag(tag string) (uint64, bool) {
-	if len(tag) > 2 && tag[:2] == "W/" {
-		tag = tag[2:]
-	}
+	tag = strings.TrimPrefix(tag, "W/")
 	if len(tag) >= 2 && tag[0] == '"' && tag[len(tag)-1] == '"' {
 		tag = tag[1 : len(tag)-1]
 	}
-	if tag == "" || len(tag) > 16 {
-		return 0, false
-	}
-	var v uint64
-	for i := 0; i < len(tag); i++ {
-		c := tag[i]
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		default:
-			return 0, false
-		}
-		v = v<<4 | uint64(d)
-	}
-	return v, true
+	v, err := strconv.ParseUint(tag, 10, 64)
+	return v, err == nil && v > 0
 }

@@ -164,3 +164,7 @@ func (s *State) Targets(f *File, replicas int) []string {
 	slices.Sort(out)
 	return out
 }
+
+// Walk calls fn for every record, tombstones included, in path order,
+// until fn returns false.
+func (s *State) Walk(fn func(f *File) bool) { s.files.Ascend(fn) }

@@ -1,0 +1,106 @@
+package client
+
+import (
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultNode is used when New is given no node.
+const DefaultNode = "127.0.0.1:7946"
+
+// maxRedirects is the number of redirects followed within one attempt.
+const maxRedirects = 10
+
+// Client talks to a mure cluster. It is safe for concurrent use.
+type Client struct {
+	nodes    []string // base URLs, "http://host:port"
+	token    string
+	hc       *http.Client
+	attempts int
+	log      *slog.Logger
+	rr       atomic.Uint32
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithToken sends "Authorization: Bearer token" with every request.
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// WithHTTPClient uses a copy of hc. Its CheckRedirect is replaced (the Client
+// follows redirects itself) and an *http.Transport without
+// ExpectContinueTimeout is cloned with a timeout of 5s.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithAttempts sets the total number of attempts of a request across nodes
+// (default 3); 1 disables retries.
+func WithAttempts(n int) Option {
+	return func(c *Client) {
+		if n < 1 {
+			n = 1
+		}
+		c.attempts = n
+	}
+}
+
+// WithLogger logs redirects and retries at debug level.
+func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
+
+// New returns a client of the given nodes, each "host:port" or
+// "http://host:port". With no node it uses DefaultNode.
+func New(nodes []string, opts ...Option) *Client {
+	c := &Client{attempts: 3}
+	for _, n := range nodes {
+		n = strings.TrimRight(strings.TrimSpace(n), "/")
+		if n == "" {
+			continue
+		}
+		if !strings.Contains(n, "://") {
+			n = "http://" + n
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	if len(c.nodes) == 0 {
+		c.nodes = []string{"http://" + DefaultNode}
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.hc = httpClient(c.hc)
+	return c
+}
+
+func httpClient(hc *http.Client) *http.Client {
+	var cp http.Client
+	if hc != nil {
+		cp = *hc
+	}
+	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	switch t := cp.Transport.(type) {
+	case nil:
+		cp.Transport = defaultTransport()
+	case *http.Transport:
+		if t.ExpectContinueTimeout == 0 {
+			t = t.Clone()
+			t.ExpectContinueTimeout = 5 * time.Second
+			cp.Transport = t
+		}
+	}
+	return &cp
+}
+
+func defaultTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	t.DialContext = d.DialContext
+	t.ExpectContinueTimeout = 5 * time.Second
+	t.MaxIdleConnsPerHost = 16
+	return t
+}

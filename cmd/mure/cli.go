@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/mure-dev/mure/client"
+)
+
+// clientFlags are the flags common to every client command.
+type clientFlags struct {
+	nodes string
+	token string
+	json  bool
+}
+
+// newFlagSet returns a flag set with the common client flags; synopsis
+// follows "mure NAME [flags]" in the usage, help is printed below it.
+func newFlagSet(name, synopsis, help string, stderr io.Writer) (*flag.FlagSet, *clientFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		line := strings.TrimSpace("usage: mure " + name + " [flags] " + synopsis)
+		fmt.Fprintf(stderr, "%s\n\n%s\n\nflags:\n", line, help)
+		fs.PrintDefaults()
+	}
+	cf := &clientFlags{}
+	node := os.Getenv("MURE_NODE")
+	if node == "" {
+		node = client.DefaultNode
+	}
+	fs.StringVar(&cf.nodes, "node", node, "comma-separated node `ADDR`s to talk to (env MURE_NODE)")
+	fs.StringVar(&cf.token, "token", os.Getenv("MURE_TOKEN"), "API bearer `TOKEN` (env MURE_TOKEN)")
+	fs.BoolVar(&cf.json, "json", false, "machine-readable JSON output")
+	return fs, cf
+}
+
+func (cf *clientFlags) client() *client.Client {
+	return client.New(strings.Split(cf.nodes, ","), client.WithToken(cf.token))
+}
+
+// parseArgs parses flags placed anywhere among the arguments (until "--")
+// and returns the positional arguments. Mistakes return errUsage.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if err == flag.ErrHelp {
+				return nil, err
+			}
+			return nil, errUsage
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// usageError prints msg and the usage of fs.
+func usageError(fs *flag.FlagSet, format string, a ...any) error {
+	fmt.Fprintf(fs.Output(), "mure %s: %s\n", fs.Name(), fmt.Sprintf(format, a...))
+	fs.Usage()
+	return errUsage
+}
+
+// checkArgs checks the number of positional arguments.
+func checkArgs(fs *flag.FlagSet, pos []string, min, max int) error {
+	if len(pos) < min || (max >= 0 && len(pos) > max) {
+		return usageError(fs, "wrong number of arguments")
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// indentJSON pretty-prints raw JSON.
+func indentJSON(w io.Writer, raw []byte) error {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	return writeJSON(w, v)
+}
+
+// jsonLine writes v as one line of JSON.
+func jsonLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }

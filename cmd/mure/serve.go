@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/node"
+)
+
+func init() { register("serve", "run a node (alone, or joining a cluster with --join)", runServe) }
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg node.Config
+	var join, keyFile, configFile, timing, logLevel string
+	fs.StringVar(&cfg.DataDir, "data", "", "data directory (required); holds the node's identity, raft state and files")
+	fs.StringVar(&cfg.HTTPAddr, "http", node.DefaultHTTPAddr, "client API listen address")
+	fs.StringVar(&cfg.AdvertiseHTTP, "advertise-http", "", "client API address given to clients in redirects (default: --http)")
+	fs.StringVar(&cfg.PeerAddr, "peer", node.DefaultPeerAddr, "node-to-node listen address (gossip, raft and replication, TCP and UDP)")
+	fs.StringVar(&cfg.Advertise, "advertise", "", "peer address other nodes dial, when --peer's is not reachable (IP:port)")
+	fs.StringVar(&join, "join", "", "comma-separated peer addresses of members to join (first start only)")
+	fs.StringVar(&keyFile, "key-file", "", "file holding the cluster key (a founding node's DATA/cluster.key); or set MURE_KEY")
+	fs.StringVar(&cfg.Token, "token", os.Getenv("MURE_TOKEN"), "require this bearer token on client API requests (default $MURE_TOKEN; empty: no token)")
+	fs.Int64Var(&cfg.MaxBody, "max-body", 5<<30, "largest file accepted, in bytes")
+	fs.Int64Var(&cfg.CacheBytes, "cache", 64<<20, "memory cache for small files, in bytes (0 disables)")
+	fs.StringVar(&configFile, "config", "", "file of 'flag = value' lines (flag names as above); command-line flags win")
+	fs.StringVar(&timing, "timing", "default", "failure-detection timings: default, or fast (tests on one machine)")
+	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&cfg.NoSync, "unsafe-no-fsync", false, "skip fsync (benchmarks and tests only: acknowledged writes may be lost on power failure)")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "serve takes no arguments (got %q)\n", fs.Args())
+		return errUsage
+	}
+	if configFile != "" {
+		if err := applyConfigFile(fs, configFile); err != nil {
+			return err
+		}
+	}
+	if cfg.DataDir == "" {
+		fmt.Fprintln(stderr, "serve needs --data DIR (created if missing)")
+		return errUsage
+	}
+	if join != "" {
+		cfg.Join = strings.Split(join, ",")
+	}
+	cfg.Key = os.Getenv("MURE_KEY")
+	if keyFile != "" {
+		b, err := os.ReadFile(keyFile)
+		if err != nil {
+			return fmt.Errorf("read --key-file: %w", err)
+		}
+		cfg.Key = strings.TrimSpace(string(b))
+	}
+	switch timing {
+	case "default":
+		cfg.Timing = cluster.DefaultTiming()
+	case "fast":
+		cfg.Timing = cluster.FastTiming()
+	default:
+		return fmt.Errorf("--timing must be default or fast, not %q", timing)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	n, err := node.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "mure node %s (cluster %s)\n  client API  http://%s\n  peer        %s\n  data        %s\n",
+		n.ID(), n.ClusterID(), n.HTTPAddr(), n.PeerAddr(), cfg.DataDir)
+	if n.NewKey {
+		fmt.Fprintf(stdout, "  new cluster key in %s: other nodes join with --key-file %s --join %s\n", n.KeyPath(), n.KeyPath(), n.PeerAddr())
+	}
+	select {
+	case <-ctx.Done():
+	case <-n.Left():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return n.Close(sctx)
+}
+
+// applyConfigFile sets every flag named in the file that was not given on
+// the command line.
+func applyConfigFile(fs *flag.FlagSet, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	defer f.Close()
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(text, "=")
+		name, value = strings.TrimSpace(name), strings.Trim(strings.TrimSpace(value), `"`)
+		if !ok || fs.Lookup(name) == nil || name == "config" {
+			return fmt.Errorf("%s:%d: expected 'flag = value' with a flag of mure serve, got %q", path, line, text)
+		}
+		if given[name] {
+			continue
+		}
+		if err := fs.Set(name, value); err != nil {
+			return fmt.Errorf("%s:%d: %s: %w", path, line, name, err)
+		}
+	}
+	return sc.Err()
+}

@@ -1,0 +1,49 @@
+package files
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/mure-dev/mure/internal/api"
+	"github.com/mure-dev/mure/internal/meta"
+)
+
+// handleDelete removes a file, leaving a tombstone in the catalogue so that
+// a node that missed the delete cannot bring the file back.
+func (s *Service) handleDelete(w http.ResponseWriter, r *http.Request) {
+	wr, status, code, msg := parseWriteReq(r)
+	if status != 0 {
+		api.Error(w, status, code, msg)
+		return
+	}
+	cur := s.fsm.File(wr.path)
+	if v, ok := cur.IdemVersion(wr.idem); ok && cur.Version == v && cur.Deleted {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if cur != nil && cur.Holder != "" && cur.Holder != s.self && s.cl.Alive(cur.Holder) {
+		s.redirect(w, r, wr.hop, cur.Holder)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	defer cancel()
+	res, err := s.cl.Apply(ctx, meta.Command{
+		Kind: meta.KindDelete, Path: wr.path, Node: s.self, Cond: wr.cond, Idem: idemOrRandom(wr.idem),
+		Force: cur != nil && cur.Holder != "" && cur.Holder != s.self,
+	})
+	if err != nil {
+		s.clusterError(w, "delete "+wr.path, err)
+		return
+	}
+	if errors.Is(res.Err, meta.ErrHeld) {
+		s.redirect(w, r, wr.hop, res.File.Holder)
+		return
+	}
+	if res.Err != nil {
+		s.stateError(w, res.Err)
+		return
+	}
+	s.metrics.deletes.Inc()
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,147 @@
+package files
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mure-dev/mure/internal/api"
+	"github.com/mure-dev/mure/internal/meta"
+)
+
+// fence marks a path whose local copy was invalidated at raft index idx,
+// before this node applied that index: the node must not serve the path
+// from its own state until it has. Hint is a node holding the new state.
+type fence struct {
+	idx  uint64
+	hint string
+}
+
+// fences is the set of pending invalidations of this node.
+type fences struct {
+	mu sync.Mutex
+	m  map[string]fence
+}
+
+func (f *fences) add(path string, idx uint64, hint string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cur, ok := f.m[path]; !ok || cur.idx < idx {
+		f.m[path] = fence{idx: idx, hint: hint}
+	}
+}
+
+// check returns the pending fence of path, if this node has not yet
+// applied it; fences already applied are dropped.
+func (f *fences) check(path string, applied uint64) (fence, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fc, ok := f.m[path]
+	if !ok {
+		return fence{}, false
+	}
+	if applied >= fc.idx {
+		delete(f.m, path)
+		return fence{}, false
+	}
+	return fc, true
+}
+
+type invalidateReq struct {
+	Path  string `json:"path"`
+	Index uint64 `json:"index"`
+	Hint  string `json:"hint"`
+}
+
+func (s *Service) handleInvalidate(w http.ResponseWriter, r *http.Request) {
+	var req invalidateReq
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
+		api.Error(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
+		return
+	}
+	if s.fsm.Applied() < req.Index {
+		s.fences.add(req.Path, req.Index, req.Hint)
+	}
+	s.metrics.invalidations.Inc()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Barrier runs on the leader after a command invalidated copies (see
+// cluster.Config.Barrier): every node named in r.Invalidated that holds a
+// read lease must either acknowledge the invalidation or let its lease
+// expire before the writer is answered.
+func (s *Service) Barrier(ctx context.Context, r *meta.Result) error {
+	if r.File == nil {
+		return nil
+	}
+	req := invalidateReq{Path: r.File.Path, Index: r.Index, Hint: r.File.Holder}
+	if req.Hint == "" && len(r.File.Valid) > 0 {
+		req.Hint = r.File.Valid[0]
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(r.Invalidated))
+	for _, node := range r.Invalidated {
+		if node == s.self {
+			continue // the leader applied the command already
+		}
+		deadline, leased := s.cl.LeaseDeadline(node)
+		if !leased {
+			continue // no lease: it cannot serve, and its next lease carries this index
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- s.invalidateOn(ctx, node, deadline, req)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// invalidateOn tells node to stop serving req.Path, or waits until its
+// lease has expired if it cannot be told.
+func (s *Service) invalidateOn(ctx context.Context, node string, deadline time.Time, req invalidateReq) error {
+	cctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if _, peer, ok := s.nodeAddrs(node); ok {
+		if err := s.postInvalidate(cctx, peer, req); err == nil {
+			return nil
+		} else {
+			s.log.Debug("invalidate: waiting for lease expiry", "node", node, "path", req.Path, "err", err)
+		}
+	}
+	s.metrics.leaseWaits.Inc()
+	select {
+	case <-time.After(time.Until(deadline)):
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("invalidate %s on %s: %w", req.Path, node, ctx.Err())
+	}
+}
+
+func (s *Service) postInvalidate(ctx context.Context, peer string, req invalidateReq) error {
+	b, _ := json.Marshal(req)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+peer+"/peer/files/invalidate", bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	resp, err := s.cl.PeerClient().Do(hr)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("invalidate on %s: status %d", peer, resp.StatusCode)
+	}
+	return nil
+}

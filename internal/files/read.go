@@ -1,0 +1,162 @@
+package files
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/mure-dev/mure/internal/api"
+	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/store"
+)
+
+// readOpts are the query options of a GET/HEAD.
+type readOpts struct {
+	hop   int
+	stale bool
+}
+
+func parseReadOpts(r *http.Request) readOpts {
+	var o readOpts
+	if r.URL.RawQuery == "" {
+		return o
+	}
+	q := r.URL.Query()
+	o.hop, _ = strconv.Atoi(q.Get("hop"))
+	o.stale = q.Get("stale") == "1" || q.Get("stale") == "true"
+	return o
+}
+
+// handleGet serves GET and HEAD: from the local replica when this node may,
+// else by redirecting to a node that holds a valid copy.
+func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
+	p := r.PathValue("path")
+	if err := ValidatePath(p); err != nil {
+		api.Error(w, http.StatusBadRequest, api.CodeBadPath, err.Error())
+		return
+	}
+	o := parseReadOpts(r)
+	f := s.fsm.File(p)
+	fc, fenced := s.fences.check(p, s.fsm.Applied())
+	leased := s.cl.HasReadLease()
+	if f.Exists() && f.IsValidOn(s.self) && !fenced && (leased || o.stale) {
+		if s.serveLocal(w, r, f) {
+			if f.Holder == s.self {
+				s.resumer.read(p, f.Grant, clientID(r))
+			}
+			return
+		}
+	}
+	switch {
+	case fenced:
+		s.redirect(w, r, o.hop, fc.hint)
+	case !leased && !f.Exists():
+		api.Unavailable(w, 1, api.CodeNoQuorum, "this node cannot confirm its view with the cluster leader (no read lease); retry on another node, or add ?stale=1 to accept a possibly old copy")
+	case !f.Exists():
+		api.Error(w, http.StatusNotFound, api.CodeNotFound, "no file at "+p)
+	default:
+		target := s.pickReplica(f)
+		if target == "" {
+			api.Unavailable(w, 1, api.CodeUnavailable, "no reachable node holds a valid copy of "+p+" right now")
+			return
+		}
+		s.redirect(w, r, o.hop, target)
+	}
+}
+
+// serveLocal writes the local copy of f; false when the copy is missing
+// (the caller then redirects).
+func (s *Service) serveLocal(w http.ResponseWriter, r *http.Request, f *meta.File) bool {
+	b, err := s.st.Open(f.Path, f.BlobID)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			s.log.Error("open replica", "path", f.Path, "blob", f.BlobID, "err", err)
+		}
+		return false
+	}
+	defer b.Close()
+	h := w.Header()
+	h["Etag"] = []string{f.ETag()}
+	h["X-Mure-Version"] = []string{strconv.FormatUint(f.Version, 10)}
+	h["X-Mure-Sha256"] = []string{f.Sum}
+	h["Content-Type"] = []string{"application/octet-stream"}
+	h["Accept-Ranges"] = []string{"bytes"}
+	var content io.ReadSeeker = b
+	if data := b.Bytes(); data != nil {
+		content = bytes.NewReader(data)
+	} else if file := b.File(); file != nil {
+		content = file // lets net/http use sendfile
+	}
+	s.metrics.localReads.Inc()
+	if r.Method == http.MethodGet {
+		s.metrics.bytesOut.Add(float64(f.Size))
+	}
+	http.ServeContent(w, r, "", f.Modified, content)
+	return true
+}
+
+var pickCounter atomic.Uint64
+
+// pickReplica chooses a node to redirect a read to: the write-right holder
+// when it has a valid copy, else the valid replicas in turn, preferring the
+// ones gossip sees alive.
+func (s *Service) pickReplica(f *meta.File) string {
+	if f.Holder != "" && f.Holder != s.self && f.IsValidOn(f.Holder) && s.cl.Alive(f.Holder) {
+		return f.Holder
+	}
+	var alive, any []string
+	for _, id := range f.Valid {
+		if id == s.self {
+			continue
+		}
+		any = append(any, id)
+		if s.cl.Alive(id) {
+			alive = append(alive, id)
+		}
+	}
+	if len(alive) == 0 {
+		alive = any
+	}
+	if len(alive) == 0 {
+		return ""
+	}
+	return alive[pickCounter.Add(1)%uint64(len(alive))]
+}
+
+// redirect answers 307 to the same request on node target.
+func (s *Service) redirect(w http.ResponseWriter, r *http.Request, hop int, target string) {
+	if hop >= s.cfg.MaxHops {
+		api.Error(w, http.StatusLoopDetected, api.CodeRedirectLoop, "too many redirects ("+strconv.Itoa(hop)+"); the cluster is changing, retry shortly")
+		return
+	}
+	addr, _, ok := s.nodeAddrs(target)
+	if !ok || target == s.self {
+		api.Unavailable(w, 1, api.CodeUnavailable, "the node holding this file ("+target+") is not reachable from here")
+		return
+	}
+	q := r.URL.Query()
+	q.Set("hop", strconv.Itoa(hop+1))
+	u := url.URL{Scheme: "http", Host: addr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: q.Encode()}
+	s.metrics.redirects.WithLabelValues(r.Method).Inc()
+	w.Header().Set("Location", u.String())
+	w.Header().Set("X-Mure-Redirect", target)
+	api.JSON(w, http.StatusTemporaryRedirect, map[string]string{"redirect": u.String(), "node": target})
+}
+
+// clientID names the client for the "reads" resumption policy: the
+// X-Mure-Client header when present, else the remote IP.
+func clientID(r *http.Request) string {
+	if c := r.Header.Get("X-Mure-Client"); c != "" {
+		return c
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

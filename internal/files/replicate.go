@@ -1,0 +1,195 @@
+package files
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/mure-dev/mure/internal/meta"
+)
+
+// protected remembers blobs written but not yet committed in the
+// catalogue (a write in progress here, or a standby copy pushed to us), so
+// that garbage collection does not remove them under the writer.
+type protected struct {
+	mu sync.Mutex
+	m  map[string]time.Time // path + "\x00" + id → until
+}
+
+func (p *protected) add(path, id string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]time.Time{}
+	}
+	p.m[path+"\x00"+id] = time.Now().Add(d)
+}
+
+// ids returns the protected blob IDs of path among candidates.
+func (p *protected) keep(path string, ids []string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	var out []string
+	for k, until := range p.m {
+		if now.After(until) {
+			delete(p.m, k)
+		}
+	}
+	for _, id := range ids {
+		if _, ok := p.m[path+"\x00"+id]; ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// replicateLoop is the resumption worker: it brings this node's replicas up
+// to date with the catalogue (fetching versions it should hold, once their
+// write right is released) and removes blobs no version needs.
+func (s *Service) replicateLoop(ctx context.Context) {
+	pending := map[string]time.Time{} // path → not before
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	sem := make(chan struct{}, s.cfg.Fetchers)
+	var mu sync.Mutex
+	inflight := map[string]bool{}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	first := true
+	for {
+		changed := s.fsm.Changed()
+		paths, rescan := s.fsm.DrainChanges()
+		if rescan || first {
+			first = false
+			s.fsm.Read(func(st *meta.State) {
+				st.Walk(func(f *meta.File) bool { pending[f.Path] = time.Time{}; return true })
+			})
+		}
+		for _, p := range paths {
+			pending[p] = time.Time{}
+		}
+		cfg := s.config()
+		now := time.Now()
+		backlog := 0
+		for p, notBefore := range pending {
+			mu.Lock()
+			busy := inflight[p]
+			mu.Unlock()
+			if busy {
+				backlog++
+				continue
+			}
+			if now.Before(notBefore) {
+				backlog++
+				continue
+			}
+			f := s.fsm.File(p)
+			source, fetch := s.plan(f, cfg)
+			if !fetch {
+				s.collect(f)
+				delete(pending, p)
+				continue
+			}
+			backlog++
+			select {
+			case sem <- struct{}{}:
+			default:
+				continue // all fetchers busy; next round
+			}
+			mu.Lock()
+			inflight[p] = true
+			mu.Unlock()
+			wg.Add(1)
+			go func(f *meta.File) {
+				defer wg.Done()
+				err := s.resumeReplica(ctx, f, source)
+				mu.Lock()
+				delete(inflight, f.Path)
+				mu.Unlock()
+				<-sem
+				if err != nil && ctx.Err() == nil {
+					s.log.Warn("resume replica", "path", f.Path, "from", source, "err", err)
+				}
+			}(f)
+			pending[p] = now.Add(time.Second) // re-check after the fetch
+		}
+		s.metrics.backlog.Set(float64(backlog))
+		s.backlog.Store(int64(backlog))
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// plan decides whether this node must fetch f, and from whom.
+func (s *Service) plan(f *meta.File, cfg meta.Config) (source string, fetch bool) {
+	if f == nil || !f.Exists() || f.Suspended() || f.IsValidOn(s.self) || len(f.Valid) == 0 {
+		return "", false
+	}
+	var targets []string
+	s.fsm.Read(func(st *meta.State) { targets = st.Targets(f, cfg.Replicas) })
+	mine := false
+	for _, t := range targets {
+		if t == s.self {
+			mine = true
+		}
+	}
+	if !mine {
+		return "", false
+	}
+	source = s.pickReplica(f)
+	return source, source != ""
+}
+
+// resumeReplica makes this node's copy of f valid: fetch (unless the blob
+// is already here, e.g. as a standby copy) and report it to the catalogue.
+func (s *Service) resumeReplica(ctx context.Context, f *meta.File, source string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if info, err := s.st.Stat(f.Path, f.BlobID); err != nil || info.Sum != f.Sum {
+		s.protect.add(f.Path, f.BlobID, 10*time.Minute)
+		if err := s.fetchBlob(ctx, source, f); err != nil {
+			return err
+		}
+	}
+	res, err := s.cl.Apply(ctx, meta.Command{Kind: meta.KindReplica, Path: f.Path, Version: f.Version, Node: s.self})
+	if err != nil {
+		return err
+	}
+	if res.Err == nil {
+		s.metrics.resumed.Inc()
+	}
+	return nil // a stale version is not an error: the next round sees the new one
+}
+
+// collect removes local blobs of f's path that no current version needs.
+func (s *Service) collect(f *meta.File) {
+	if f == nil {
+		return
+	}
+	infos, err := s.st.List(f.Path)
+	if err != nil || len(infos) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(infos))
+	for _, in := range infos {
+		ids = append(ids, in.ID)
+	}
+	keep := s.protect.keep(f.Path, ids)
+	if f.Exists() {
+		keep = append(keep, f.BlobID)
+	}
+	if len(keep) >= len(ids) {
+		return
+	}
+	if err := s.st.RemoveExcept(f.Path, keep...); err != nil {
+		s.log.Warn("collect old versions", "path", f.Path, "err", err)
+	}
+}
+
+// Backlog is the number of files this node still has to resume.
+func (s *Service) Backlog() int { return int(s.backlog.Load()) }

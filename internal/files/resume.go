@@ -1,0 +1,188 @@
+package files
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/mure-dev/mure/internal/meta"
+)
+
+// resumer decides, on the holder of a write right, when to release it so
+// that replication of the file resumes. The policy is a cluster setting
+// (resume): "idle" (no write for resume.idle), "immediate" (after every
+// write) or "reads" (the paper's: resume.reads distinct clients read the
+// file at the holder since its last write).
+type resumer struct {
+	s    *Service
+	kick chan struct{}
+
+	mu   sync.Mutex
+	held map[string]*heldFile
+}
+
+type heldFile struct {
+	grant     uint64
+	lastWrite time.Time
+	readers   map[string]struct{}
+	due       bool
+	busy      int // writes in progress under this right
+}
+
+func newResumer(s *Service) *resumer {
+	return &resumer{s: s, kick: make(chan struct{}, 1), held: map[string]*heldFile{}}
+}
+
+func (r *resumer) entry(path string, grant uint64) *heldFile {
+	h := r.held[path]
+	if h == nil || h.grant != grant {
+		h = &heldFile{grant: grant, lastWrite: time.Now(), readers: map[string]struct{}{}}
+		r.held[path] = h
+	}
+	return h
+}
+
+// written records a committed write by this node.
+func (r *resumer) written(path string, grant uint64) {
+	r.mu.Lock()
+	h := r.entry(path, grant)
+	h.lastWrite = time.Now()
+	clear(h.readers)
+	r.mu.Unlock()
+	r.poke()
+}
+
+// begin marks a write in progress under the right: it is not released
+// under the writer's feet.
+func (r *resumer) begin(path string, grant uint64) {
+	r.mu.Lock()
+	r.entry(path, grant).busy++
+	r.mu.Unlock()
+}
+
+// end closes what begin opened.
+func (r *resumer) end(path string, grant uint64) {
+	r.mu.Lock()
+	if h := r.held[path]; h != nil && h.grant == grant && h.busy > 0 {
+		h.busy--
+	}
+	r.mu.Unlock()
+}
+
+// read records a read served by this node as the holder.
+func (r *resumer) read(path string, grant uint64, client string) {
+	r.mu.Lock()
+	h := r.entry(path, grant)
+	h.readers[client] = struct{}{}
+	n := len(h.readers)
+	r.mu.Unlock()
+	if cfg := r.s.config(); cfg.Resume == "reads" && n >= cfg.ResumeReads {
+		r.poke()
+	}
+}
+
+// releaseNow asks for an immediate release (a write right taken for a
+// write that then failed).
+func (r *resumer) releaseNow(path string, grant uint64) {
+	r.mu.Lock()
+	r.entry(path, grant).due = true
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *resumer) poke() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (r *resumer) loop(ctx context.Context) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	lastScan := time.Time{}
+	for {
+		if time.Since(lastScan) > 5*time.Second {
+			r.adoptHeld()
+			lastScan = time.Now()
+		}
+		r.releaseDue(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-r.kick:
+		}
+	}
+}
+
+// adoptHeld picks up rights this node holds but has no record of (after a
+// restart), treating them as just written.
+func (r *resumer) adoptHeld() {
+	self := r.s.self
+	var mine []*meta.File
+	r.s.fsm.Read(func(st *meta.State) {
+		if _, suspended := st.Counts(); suspended == 0 {
+			return
+		}
+		st.Walk(func(f *meta.File) bool {
+			if f.Holder == self {
+				mine = append(mine, f)
+			}
+			return true
+		})
+	})
+	r.mu.Lock()
+	for _, f := range mine {
+		r.entry(f.Path, f.Grant)
+	}
+	r.mu.Unlock()
+}
+
+func (r *resumer) releaseDue(ctx context.Context) {
+	cfg := r.s.config()
+	now := time.Now()
+	type job struct {
+		path  string
+		grant uint64
+	}
+	var due []job
+	r.mu.Lock()
+	for p, h := range r.held {
+		f := r.s.fsm.File(p)
+		if f == nil || f.Holder != r.s.self || f.Grant != h.grant {
+			delete(r.held, p)
+			continue
+		}
+		switch {
+		case h.busy > 0:
+		case h.due, cfg.Resume == "immediate",
+			cfg.Resume == "idle" && now.Sub(h.lastWrite) >= cfg.ResumeIdle,
+			cfg.Resume == "reads" && len(h.readers) >= cfg.ResumeReads:
+			due = append(due, job{p, h.grant})
+		}
+	}
+	r.mu.Unlock()
+	for _, j := range due {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		res, err := r.s.cl.Apply(cctx, meta.Command{Kind: meta.KindRelease, Path: j.path, Node: r.s.self, Grant: j.grant})
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				r.s.log.Warn("release write right", "path", j.path, "err", err)
+			}
+			continue
+		}
+		if res.Err != nil && !errors.Is(res.Err, meta.ErrNotHolder) {
+			r.s.log.Warn("release write right", "path", j.path, "err", res.Err)
+			continue
+		}
+		r.s.metrics.releases.Inc()
+		r.mu.Lock()
+		if h := r.held[j.path]; h != nil && h.grant == j.grant {
+			delete(r.held, j.path)
+		}
+		r.mu.Unlock()
+	}
+}

@@ -1,0 +1,144 @@
+package files
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/store"
+)
+
+// Cluster is what the file service needs from the node's cluster seat.
+type Cluster interface {
+	NodeID() string
+	FSM() *meta.FSM
+	Apply(ctx context.Context, cmd meta.Command) (*meta.Result, error)
+	HasReadLease() bool
+	LeaseDeadline(node string) (time.Time, bool)
+	Alive(id string) bool
+	PeerClient() *http.Client
+	CatchUp(ctx context.Context) error
+}
+
+// Config tunes one node's file service.
+type Config struct {
+	// MaxBody is the largest file accepted by PUT, in bytes.
+	MaxBody int64
+	// MaxHops bounds a chain of redirects.
+	MaxHops int
+	// Fetchers is the number of concurrent replica fetches.
+	Fetchers int
+	// WriteTimeout bounds the cluster round trips of one write.
+	WriteTimeout time.Duration
+	Logger       *slog.Logger
+	Metrics      *Metrics
+}
+
+// DefaultConfig returns production defaults.
+func DefaultConfig() Config {
+	return Config{MaxBody: 5 << 30, MaxHops: 8, Fetchers: 4, WriteTimeout: 30 * time.Second}
+}
+
+// Service is the file service of one node. It owns the invalidation fences,
+// the resumption policy's bookkeeping and the replication worker.
+type Service struct {
+	cfg     Config
+	cl      Cluster
+	fsm     *meta.FSM
+	st      *store.Store
+	log     *slog.Logger
+	self    string
+	metrics *Metrics
+
+	fences  fences
+	protect protected
+	resumer *resumer
+	backlog atomic.Int64
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New builds the service; Start runs its background work.
+func New(cfg Config, cl Cluster, st *store.Store) *Service {
+	def := DefaultConfig()
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = def.MaxBody
+	}
+	if cfg.MaxHops <= 0 {
+		cfg.MaxHops = def.MaxHops
+	}
+	if cfg.Fetchers <= 0 {
+		cfg.Fetchers = def.Fetchers
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = def.WriteTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	s := &Service{cfg: cfg, cl: cl, fsm: cl.FSM(), st: st, log: cfg.Logger, self: cl.NodeID(), metrics: cfg.Metrics}
+	s.fences.m = map[string]fence{}
+	s.resumer = newResumer(s)
+	return s
+}
+
+// Start launches the replication worker and the resumption policy.
+func (s *Service) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.replicateLoop(ctx) }()
+	go func() { defer s.wg.Done(); s.resumer.loop(ctx) }()
+}
+
+// Close stops the background work and waits for it.
+func (s *Service) Close() error {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+// config returns the cluster-wide settings in force.
+func (s *Service) config() meta.Config {
+	var m map[string]string
+	s.fsm.Read(func(st *meta.State) { m = st.Config() })
+	return meta.ParseConfig(m)
+}
+
+// nodeAddrs returns the HTTP and peer addresses of a node from the catalogue.
+func (s *Service) nodeAddrs(id string) (httpAddr, peerAddr string, ok bool) {
+	s.fsm.Read(func(st *meta.State) {
+		if n := st.Node(id); n != nil && n.State != meta.NodeRemoved {
+			httpAddr, peerAddr, ok = n.HTTPAddr, n.PeerAddr, true
+		}
+	})
+	return
+}
+
+// Routes registers the client API handlers on mux.
+func (s *Service) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /files/{path...}", s.handleGet)
+	mux.HandleFunc("HEAD /files/{path...}", s.handleGet)
+	mux.HandleFunc("PUT /files/{path...}", s.handlePut)
+	mux.HandleFunc("DELETE /files/{path...}", s.handleDelete)
+	mux.HandleFunc("GET /list", s.handleList)
+	mux.HandleFunc("GET /status/files/{path...}", s.handleFileStatus)
+}
+
+// PeerRoutes registers the peer API handlers on mux.
+func (s *Service) PeerRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /peer/files/invalidate", s.handleInvalidate)
+	mux.HandleFunc("GET /peer/files/blob", s.handleBlobGet)
+	mux.HandleFunc("PUT /peer/files/blob", s.handleBlobPut)
+}

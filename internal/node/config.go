@@ -1,0 +1,44 @@
+package node
+
+import (
+	"log/slog"
+
+	"github.com/mure-dev/mure/internal/cluster"
+)
+
+// Default addresses (see docs/operations.md).
+const (
+	DefaultHTTPAddr = "127.0.0.1:7946"
+	DefaultPeerAddr = "127.0.0.1:7947"
+)
+
+// Config is everything one node needs. The serve command fills it from
+// flags or a config file.
+type Config struct {
+	// DataDir holds the node's identity, raft state and blobs.
+	DataDir string
+	// HTTPAddr is where the client API listens; AdvertiseHTTP is how
+	// clients redirected here reach it (default: HTTPAddr, or the peer
+	// advertise host with HTTPAddr's port when HTTPAddr is unspecified).
+	HTTPAddr, AdvertiseHTTP string
+	// PeerAddr is the one port for node-to-node traffic; Advertise is the
+	// address other nodes dial (default: PeerAddr).
+	PeerAddr, Advertise string
+	// Join lists peer addresses of members; used only when DataDir holds
+	// no cluster yet.
+	Join []string
+	// Key is the cluster key (base64). Empty: read DataDir/cluster.key, or
+	// create one when starting a new cluster.
+	Key string
+	// Token, when set, is required of every client API request
+	// (Authorization: Bearer TOKEN) except health checks and metrics.
+	Token string
+	// MaxBody is the largest file accepted, in bytes.
+	MaxBody int64
+	// NoSync skips fsync (tests only: it voids durability).
+	NoSync bool
+	// CacheBytes bounds the memory cache of small files.
+	CacheBytes int64
+	Timing     cluster.Timing
+	Logger     *slog.Logger
+}

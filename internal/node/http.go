@@ -1,0 +1,201 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mure-dev/mure/internal/api"
+	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/meta"
+)
+
+func discardLog() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// clientHandler is the client API (docs/api.md).
+func (n *Node) clientHandler() http.Handler {
+	mux := http.NewServeMux()
+	n.files.Routes(mux)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		api.JSON(w, http.StatusOK, map[string]string{"status": "ok", "node": n.ID()})
+	})
+	mux.HandleFunc("GET /readyz", n.handleReady)
+	mux.HandleFunc("GET /status", n.handleStatus)
+	mux.HandleFunc("GET /config", n.handleConfig)
+	mux.HandleFunc("PUT /config/{key}", n.handleSetConfig)
+	mux.HandleFunc("POST /nodes/leave", n.handleLeave)
+	mux.HandleFunc("DELETE /nodes/{id}", n.handleRemove)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/", api.NotFound)
+	open := []string{"/healthz", "/readyz", "/metrics"}
+	return n.instrument(api.RequireToken(n.cfg.Token, open, methodGuard(mux)))
+}
+
+// methodGuard turns the mux's plain-text 405 into the JSON envelope.
+func methodGuard(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			// No route matched this method; find out whether the path exists.
+			probe := r.Clone(r.Context())
+			for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
+				probe.Method = m
+				if _, p := mux.Handler(probe); p != "" && p != "/" {
+					w.Header().Set("Allow", m)
+					api.Error(w, http.StatusMethodNotAllowed, api.CodeMethod, r.Method+" is not allowed on "+r.URL.Path)
+					return
+				}
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// peerHandler is the node-to-node API, reachable only through the
+// authenticated peer port.
+func (n *Node) peerHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/peer/cluster/", n.cl.Handler())
+	n.files.PeerRoutes(mux)
+	mux.HandleFunc("/", api.NotFound)
+	return mux
+}
+
+func (n *Node) handleReady(w http.ResponseWriter, r *http.Request) {
+	leader, _ := n.cl.Leader()
+	switch {
+	case leader == "":
+		api.Unavailable(w, 1, api.CodeNoQuorum, "no leader: the cluster has no quorum or is electing one")
+	case !n.cl.HasReadLease():
+		api.Unavailable(w, 1, api.CodeNoQuorum, "this node holds no read lease yet (catching up with the leader)")
+	default:
+		api.JSON(w, http.StatusOK, map[string]string{"status": "ready", "node": n.ID(), "leader": leader})
+	}
+}
+
+// Status is the answer of GET /status.
+type Status struct {
+	Node      NodeInfo          `json:"node"`
+	ClusterID string            `json:"cluster_id"`
+	Leader    string            `json:"leader"`
+	ReadLease bool              `json:"read_lease"`
+	Members   []cluster.Member  `json:"members"`
+	Raft      map[string]string `json:"raft"`
+	Files     FilesInfo         `json:"files"`
+	Store     StoreInfo         `json:"store"`
+	Config    map[string]string `json:"config"`
+}
+
+// NodeInfo names this node.
+type NodeInfo struct {
+	ID   string `json:"id"`
+	HTTP string `json:"http"`
+	Peer string `json:"peer"`
+}
+
+// FilesInfo counts the catalogue and this node's replication backlog.
+type FilesInfo struct {
+	Live      int `json:"live"`
+	Suspended int `json:"suspended"`
+	Backlog   int `json:"backlog"`
+}
+
+// StoreInfo describes this node's disk use.
+type StoreInfo struct {
+	Blobs    int64  `json:"blobs"`
+	Bytes    int64  `json:"bytes"`
+	DiskFree uint64 `json:"disk_free"`
+}
+
+func (n *Node) handleStatus(w http.ResponseWriter, r *http.Request) {
+	api.JSON(w, http.StatusOK, n.Status())
+}
+
+// Status gathers the node's view of the cluster.
+func (n *Node) Status() Status {
+	leader, _ := n.cl.Leader()
+	s := Status{
+		Node:      NodeInfo{ID: n.ID(), HTTP: n.HTTPAddr(), Peer: n.PeerAddr()},
+		ClusterID: n.ClusterID(),
+		Leader:    leader,
+		ReadLease: n.cl.HasReadLease(),
+		Members:   n.cl.Members(),
+		Raft:      map[string]string{},
+	}
+	stats := n.cl.RaftStats()
+	for _, k := range []string{"state", "term", "commit_index", "applied_index", "last_log_index", "last_contact", "num_peers"} {
+		s.Raft[k] = stats[k]
+	}
+	n.cl.FSM().Read(func(st *meta.State) {
+		s.Files.Live, s.Files.Suspended = st.Counts()
+		s.Config = st.Config()
+	})
+	s.Files.Backlog = n.files.Backlog()
+	s.Store.Blobs, s.Store.Bytes = n.st.Usage()
+	s.Store.DiskFree, _, _ = n.st.DiskFree()
+	return s
+}
+
+func (n *Node) handleConfig(w http.ResponseWriter, r *http.Request) {
+	var cfg map[string]string
+	n.cl.FSM().Read(func(st *meta.State) { cfg = st.Config() })
+	api.JSON(w, http.StatusOK, cfg)
+}
+
+func (n *Node) handleSetConfig(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4096))
+	if err != nil {
+		api.Error(w, http.StatusBadRequest, api.CodeBadRequest, "a setting's value is at most 4096 bytes")
+		return
+	}
+	value := strings.TrimSpace(string(b))
+	if err := meta.ValidateSetting(key, value); err != nil {
+		api.Error(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	res, err := n.cl.Apply(ctx, meta.Command{Kind: meta.KindSetConfig, Key: key, Value: value})
+	if err != nil {
+		api.Unavailable(w, 1, api.CodeNoQuorum, "cannot change the setting now: "+err.Error())
+		return
+	}
+	if res.Err != nil {
+		api.Error(w, http.StatusBadRequest, api.CodeBadRequest, res.Err.Error())
+		return
+	}
+	n.handleConfig(w, r)
+}
+
+func (n *Node) handleLeave(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	if err := n.cl.Leave(ctx); err != nil {
+		api.Unavailable(w, 1, api.CodeUnavailable, "could not leave the cluster: "+err.Error())
+		return
+	}
+	api.JSON(w, http.StatusOK, map[string]string{"left": n.ID(), "note": "the node has left the cluster and is stopping"})
+	n.leftOnce.Do(func() { close(n.left) })
+}
+
+func (n *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	id := r.PathValue("id")
+	if err := n.cl.Remove(ctx, id); err != nil {
+		var pe *cluster.PeerError
+		if errors.Is(err, cluster.ErrRefused) || errors.As(err, &pe) && pe.Status == http.StatusConflict {
+			api.Error(w, http.StatusConflict, api.CodeConflict, err.Error())
+			return
+		}
+		api.Unavailable(w, 1, api.CodeNoQuorum, "could not remove "+id+": "+err.Error())
+		return
+	}
+	api.JSON(w, http.StatusOK, map[string]string{"removed": id})
+}

@@ -1,0 +1,119 @@
+package node
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/mure-dev/mure/internal/cluster"
+)
+
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func (n *Node) registerMetrics() {
+	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	gauge := func(name, help string, f func() float64) {
+		n.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "mure", Name: name, Help: help}, f))
+	}
+	gauge("raft_leader", "1 when this node is the raft leader.", func() float64 {
+		if n.cl.IsLeader() {
+			return 1
+		}
+		return 0
+	})
+	stat := func(k string) func() float64 {
+		return func() float64 {
+			v, _ := strconv.ParseFloat(n.cl.RaftStats()[k], 64)
+			return v
+		}
+	}
+	gauge("raft_term", "Current raft term.", stat("term"))
+	gauge("raft_applied_index", "Last raft index applied to the state machine.", stat("applied_index"))
+	gauge("raft_commit_index", "Last raft index known committed.", stat("commit_index"))
+	gauge("read_lease", "1 when this node may serve reads from its local state.", func() float64 {
+		if n.cl.HasReadLease() {
+			return 1
+		}
+		return 0
+	})
+	n.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "cluster", Name: "members_alive", Help: "Members gossip sees alive."}, func() float64 {
+		c := 0
+		for _, m := range n.cl.Members() {
+			if m.Gossip == cluster.GossipAlive || m.Gossip == cluster.GossipSuspect {
+				c++
+			}
+		}
+		return float64(c)
+	}))
+}
+
+// instrument counts requests and their latency by route pattern.
+func (n *Node) instrument(next http.Handler) http.Handler {
+	m := httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Subsystem: "http", Name: "requests_total",
+			Help: "Client API requests by route, method and status code."}, []string{"route", "method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "mure", Subsystem: "http", Name: "request_duration_seconds",
+			Help: "Client API latency until the handler returned, by route and method.", Buckets: prometheus.ExponentialBuckets(0.0001, 3, 12)},
+			[]string{"route", "method"}),
+	}
+	n.reg.MustRegister(m.requests, m.latency)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.code)).Inc()
+		m.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+	})
+}
+
+// statusWriter records the status code and keeps the ResponseWriter's
+// optional interfaces that matter (sendfile through ReadFrom, Flush,
+// Hijack).
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if !s.wrote && code >= 200 {
+		s.code, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) ReadFrom(r io.Reader) (int64, error) {
+	s.wrote = true
+	return io.Copy(s.ResponseWriter, r) // http.response implements ReaderFrom: sendfile
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(s.ResponseWriter).Hijack()
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -1,0 +1,207 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/files"
+	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/store"
+	"github.com/mure-dev/mure/internal/transport"
+)
+
+// Node is one running mure node.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	id      identity
+	mux     *transport.Mux
+	cl      *cluster.Cluster
+	st      *store.Store
+	files   *files.Service
+	reg     *prometheus.Registry
+	httpLn  net.Listener
+	httpSrv *http.Server
+	peerSrv *http.Server
+	// NewKey is set when this start created the cluster key.
+	NewKey bool
+
+	left      chan struct{}
+	leftOnce  sync.Once
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+// Open starts a node: it returns once the node serves its APIs and has
+// joined (or founded) its cluster.
+func Open(ctx context.Context, cfg Config) (n *Node, err error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("a data directory is required (--data DIR)")
+	}
+	if cfg.HTTPAddr == "" {
+		cfg.HTTPAddr = DefaultHTTPAddr
+	}
+	if cfg.PeerAddr == "" {
+		cfg.PeerAddr = DefaultPeerAddr
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Timing == (cluster.Timing{}) {
+		cfg.Timing = cluster.DefaultTiming()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	n = &Node{cfg: cfg, left: make(chan struct{}), reg: prometheus.NewRegistry()}
+	var closers []func()
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				closers[i]()
+			}
+		}
+	}()
+
+	id, existing, err := loadIdentity(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	founding := !existing && len(cfg.Join) == 0
+	if !existing {
+		id = identity{NodeID: newID(4)}
+		if founding {
+			id.ClusterID = newID(8)
+		}
+	}
+	key, created, err := loadKey(cfg.DataDir, cfg.Key, founding || existing)
+	if err != nil {
+		return nil, err
+	}
+	n.NewKey = created
+	n.id = id
+	n.log = cfg.Logger.With("node", id.NodeID)
+
+	n.mux, err = transport.Listen(transport.Config{BindAddr: cfg.PeerAddr, AdvertiseAddr: cfg.Advertise, Key: key, Logger: n.log.With("part", "transport")})
+	if err != nil {
+		return nil, fmt.Errorf("peer port %s: %w", cfg.PeerAddr, err)
+	}
+	closers = append(closers, func() { n.mux.Close() })
+
+	n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("client API port %s: %w", cfg.HTTPAddr, err)
+	}
+	closers = append(closers, func() { n.httpLn.Close() })
+	advHTTP := n.advertiseHTTP()
+
+	n.st, err = store.Open(filepath.Join(cfg.DataDir, "store"), store.Options{NoSync: cfg.NoSync, CacheBytes: cfg.CacheBytes})
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() { n.st.Close() })
+
+	var svc *files.Service
+	n.cl, err = cluster.Open(ctx, cluster.Config{
+		NodeID: id.NodeID, ClusterID: id.ClusterID, Dir: cfg.DataDir, HTTPAddr: advHTTP,
+		Mux: n.mux, Key: key, Join: cfg.Join, Bootstrap: founding, Timing: cfg.Timing,
+		Logger:  n.log.With("part", "cluster"),
+		Barrier: func(ctx context.Context, r *meta.Result) error { return svc.Barrier(ctx, r) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() { n.cl.Close() })
+	if id.ClusterID == "" {
+		id.ClusterID = n.cl.ClusterID()
+	}
+	n.id = id
+	if err := saveIdentity(cfg.DataDir, id); err != nil {
+		return nil, err
+	}
+
+	svc = files.New(files.Config{MaxBody: cfg.MaxBody, Logger: n.log.With("part", "files"), Metrics: files.NewMetrics(n.reg)}, n.cl, n.st)
+	n.files = svc
+	svc.Start()
+	closers = append(closers, func() { svc.Close() })
+	n.registerMetrics()
+
+	n.peerSrv = &http.Server{Handler: n.peerHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog()}
+	n.httpSrv = &http.Server{Handler: n.clientHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: discardLog()}
+	n.serve(n.peerSrv, n.mux.HTTPListener())
+	n.serve(n.httpSrv, n.httpLn)
+	n.log.Info("node started", "http", advHTTP, "peer", n.mux.Addr(), "cluster", id.ClusterID, "data", cfg.DataDir)
+	return n, nil
+}
+
+func (n *Node) serve(srv *http.Server, ln net.Listener) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("server stopped", "err", err)
+		}
+	}()
+}
+
+func (n *Node) advertiseHTTP() string {
+	if n.cfg.AdvertiseHTTP != "" {
+		return n.cfg.AdvertiseHTTP
+	}
+	addr := n.httpLn.Addr().(*net.TCPAddr)
+	if !addr.IP.IsUnspecified() {
+		return addr.String()
+	}
+	host, _, _ := net.SplitHostPort(n.mux.Addr())
+	return net.JoinHostPort(host, strconv.Itoa(addr.Port))
+}
+
+// ID returns the node's ID.
+func (n *Node) ID() string { return n.id.NodeID }
+
+// ClusterID returns the cluster's ID.
+func (n *Node) ClusterID() string { return n.id.ClusterID }
+
+// HTTPAddr returns the client API address (as advertised).
+func (n *Node) HTTPAddr() string { return n.advertiseHTTP() }
+
+// PeerAddr returns the peer address (as advertised).
+func (n *Node) PeerAddr() string { return n.mux.Addr() }
+
+// KeyPath returns where the cluster key is kept.
+func (n *Node) KeyPath() string { return filepath.Join(n.cfg.DataDir, keyFile) }
+
+// Cluster exposes the node's cluster seat (for status and tests).
+func (n *Node) Cluster() *cluster.Cluster { return n.cl }
+
+// Left is closed when the node has left the cluster (mure node leave).
+func (n *Node) Left() <-chan struct{} { return n.left }
+
+// Close stops the node: the client API first (in-flight requests get up to
+// ctx's deadline), then the services, the cluster seat and the peer port.
+func (n *Node) Close(ctx context.Context) error {
+	n.closeOnce.Do(func() {
+		_ = n.httpSrv.Shutdown(ctx)
+		n.files.Close()
+		_ = n.peerSrv.Shutdown(ctx)
+		n.cl.Close()
+		n.st.Close()
+		n.mux.Close()
+		n.wg.Wait()
+		n.log.Info("node stopped")
+	})
+	return nil
+}

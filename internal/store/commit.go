@@ -1,0 +1,130 @@
+package store
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+)
+
+// install moves a fully written and fsynced temp file into place as blob
+// info.Path/info.ID. It always consumes tmpData: on failure the temp file
+// is removed and no trace of the new blob is left (an old blob with the
+// same id and different content may be gone, see below).
+//
+// Order (each step durable before the next when syncing):
+//
+//  1. write + fsync the sidecar into tmp;
+//  2. create the per-path directory (fsync its parent if new);
+//  3. if a blob with the same id exists:
+//     same size+sum: rename the data over it, fsync dir, done;
+//     otherwise: unlink the old data file, fsync dir;
+//  4. rename the sidecar into place, fsync dir;
+//  5. rename the data into place (the commit point), fsync dir.
+//
+// Hence a data file name is only ever visible next to a sidecar that
+// describes its content.
+func (s *Store) install(tmpData string, info Info) (err error) {
+	dataRenamed := false
+	defer func() {
+		if !dataRenamed {
+			os.Remove(tmpData)
+		}
+	}()
+	m := meta{Path: info.Path, ID: info.ID, Size: info.Size, Sum: info.Sum}
+	tmpMeta, err := s.writeTemp("meta-*", m.encode())
+	if err != nil {
+		return err
+	}
+	metaRenamed := false
+	defer func() {
+		if !metaRenamed {
+			os.Remove(tmpMeta)
+		}
+	}()
+
+	l := s.locate(info.Path)
+	mu := &s.stripes[l.stripe]
+	mu.Lock()
+	defer mu.Unlock()
+	// Runs before Unlock: readers that cached the old content lose it.
+	defer s.cache.invalidate(cacheKey{info.Path, info.ID}, l.stripe)
+
+	if err := mkdirDurable(l.dir, s.sync); err != nil {
+		return err
+	}
+	dataName, metaName := l.data(info.ID), l.meta(info.ID)
+
+	fi, err := os.Lstat(dataName)
+	switch {
+	case err == nil:
+		old, merr := readMeta(metaName)
+		if merr == nil && old.Path == m.Path && old.Size == m.Size && old.Sum == m.Sum {
+			if err := os.Rename(tmpData, dataName); err != nil {
+				return err
+			}
+			dataRenamed = true // same size: counters unchanged
+			return s.syncDirIf(l.dir)
+		}
+		if err := os.Remove(dataName); err != nil {
+			return err
+		}
+		s.nblobs.Add(-1)
+		s.nbytes.Add(-fi.Size())
+		if err := s.syncDirIf(l.dir); err != nil {
+			return err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+
+	if err := os.Rename(tmpMeta, metaName); err != nil {
+		return err
+	}
+	metaRenamed = true
+	if err := s.syncDirIf(l.dir); err != nil {
+		os.Remove(metaName)
+		return err
+	}
+	if err := os.Rename(tmpData, dataName); err != nil {
+		os.Remove(metaName)
+		return err
+	}
+	dataRenamed = true
+	if err := s.syncDirIf(l.dir); err != nil {
+		// Durability unknown: undo, so that an error means "not committed".
+		os.Remove(dataName)
+		os.Remove(metaName)
+		return err
+	}
+	s.nblobs.Add(1)
+	s.nbytes.Add(m.Size)
+	return nil
+}
+
+// writeTemp writes b to a new file in dir/tmp (fsynced unless NoSync) and
+// returns its name.
+func (s *Store) writeTemp(pattern string, b []byte) (string, error) {
+	f, err := os.CreateTemp(s.tmp, pattern)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(b)
+	if err == nil && s.sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+func (s *Store) syncDirIf(dir string) error {
+	if !s.sync {
+		return nil
+	}
+	return syncDir(dir)
+}

@@ -1,0 +1,80 @@
+// Package store is a node's local blob storage on disk.
+//
+// A blob is the whole content of one version of one file, identified by
+// (path, id): path is the file's key, treated as an opaque string (it is
+// only ever hashed, never used as a file name), and id is a caller-chosen
+// blob ID of 1..64 bytes of [0-9a-zA-Z_-] (anything else is ErrBadID). The
+// package knows nothing about HTTP, raft or the cluster.
+//
+// # Layout
+//
+//	<dir>/LOCK                       flock(2)ed while a Store is open
+//	<dir>/tmp/                       staging area; emptied by Open
+//	<dir>/blobs/<hh>/<H>/<id>        content: exactly the bytes written
+//	<dir>/blobs/<hh>/<H>/<id>.meta   sidecar describing <id>
+//
+// H is the lowercase hex SHA-256 of path and hh its first two characters
+// (the 256 <hh> directories are created at Open). Hashing makes every path,
+// including "..", "a/../../x" or 1 KiB of UTF-8, a fixed-length name inside
+// dir, and lets "a/b" and "a/b/c" coexist. Ids cannot contain '.', so they
+// never collide with sidecars.
+//
+// The sidecar is five text lines: "mure-blob 1", `path "<Go-quoted path>"`,
+// "id <id>", "size <bytes>", "sha256 <hex>". It stores the original path
+// (needed by Walk, since the directory name is a hash) and the checksum
+// (needed by Stat and Verify), keeping the data file pure content so that it
+// can be served with sendfile. Go quoting round-trips arbitrary bytes.
+//
+// # Invariants and crash consistency
+//
+//  1. A data file <id> only ever appears (by rename, the commit point) after
+//     its content was fsynced and after a sidecar describing that exact
+//     content was fsynced and renamed into place and the directory fsynced.
+//     So a visible data file always has a durable, matching sidecar, and a
+//     committed-looking blob never has wrong content.
+//  2. Replacing an id with different content first unlinks the old data
+//     file (and fsyncs the directory), then proceeds as in 1. Committing the
+//     same content (same size and sum) again just renames the new data over
+//     the old one: atomic, both are described by the unchanged sidecar.
+//  3. Removal unlinks data files before sidecars, then fsyncs the directory.
+//  4. Everything is staged in <dir>/tmp, on the same file system, so a crash
+//     while writing leaves only temp files, which Open deletes.
+//
+// After a crash the only possible debris is therefore: temp files (deleted),
+// a sidecar without data (an interrupted commit or removal: deleted), or a
+// data file without sidecar (an interrupted removal: deleted). Open scans
+// blobs/ once to remove those and to compute the Usage counters; it reads
+// directory entries only, not sidecars or content. Size mismatches between
+// a sidecar and its data file are reported by Stat/List/Walk, content
+// corruption by Verify, both as ErrChecksum.
+//
+// With Options.NoSync the order is kept but nothing is fsynced: a machine
+// crash (not a process crash) may then lose or tear recent blobs.
+//
+// # Disk full
+//
+// ENOSPC and EDQUOT, from write, fsync, close, mkdir or rename, are returned
+// wrapping ErrNoSpace (and the original errno). A failed Writer deletes its
+// temp file immediately. Nothing is written outside tmp until the content
+// and the sidecar are complete, so committed blobs are never damaged by a
+// full disk.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use. Mutations (Commit, Remove,
+// RemoveExcept) of a path are serialised by one of 256 lock stripes chosen by
+// the path's hash; Stat, List, Walk and Verify take the read side. Open takes
+// no lock. Close waits for in-flight mutations; afterwards calls fail with
+// ErrClosed. A Writer or a Blob is used by one goroutine at a time (Blob's
+// ReadAt excepted).
+//
+// # Cache
+//
+// With Options.CacheBytes > 0, blobs of at most CacheMaxBlob bytes (64 KiB by
+// default) are read fully by Open, kept in a byte-bounded LRU keyed by
+// (path, id), and served from memory (Blob.Bytes non-nil, Blob.File nil); a
+// cache hit allocates only the Blob. Commit, Remove, RemoveExcept and a
+// failed Verify invalidate entries; a per-stripe generation counter sampled
+// before a miss reads the file keeps a racing reader from re-inserting
+// content that was removed or replaced meanwhile.
+package store

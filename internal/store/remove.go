@@ -1,0 +1,97 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Remove deletes blob (path, id). Removing an absent blob is not an error.
+func (s *Store) Remove(path, id string) error {
+	if !validID(id) {
+		return fmt.Errorf("store: remove %q/%q: %w", path, id, ErrBadID)
+	}
+	return s.removeWhere(path, "remove", func(x string) bool { return x == id })
+}
+
+// RemoveExcept deletes every blob of path whose id is not in keep (garbage
+// collection of old versions). With no keep ids it removes them all.
+func (s *Store) RemoveExcept(path string, keep ...string) error {
+	for _, id := range keep {
+		if !validID(id) {
+			return fmt.Errorf("store: remove-except %q: keep %q: %w", path, id, ErrBadID)
+		}
+	}
+	return s.removeWhere(path, "remove-except", func(x string) bool { return !slices.Contains(keep, x) })
+}
+
+// removeWhere deletes the blobs of path whose id satisfies doomed, plus
+// orphan sidecars. Data files go first, then sidecars (a crash in between
+// leaves orphans that the next Open deletes), then one directory fsync.
+func (s *Store) removeWhere(path, op string, doomed func(id string) bool) error {
+	end, err := s.begin()
+	if err != nil {
+		return fmt.Errorf("store: %s %q: %w", op, path, err)
+	}
+	defer end()
+	l := s.locate(path)
+	mu := &s.stripes[l.stripe]
+	mu.Lock()
+	defer mu.Unlock()
+
+	ents, err := os.ReadDir(l.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return wrapErr(op, path, "", err)
+	}
+	present := make(map[string]bool, len(ents))
+	changed := false
+	for _, e := range ents {
+		id := e.Name()
+		if !validID(id) {
+			continue
+		}
+		if !doomed(id) {
+			present[id] = true
+			continue
+		}
+		fi, err := os.Lstat(l.data(id))
+		if err != nil {
+			return wrapErr(op, path, id, err)
+		}
+		err = os.Remove(l.data(id))
+		// Only after the unlink (see cache): a reader that opened the file
+		// before it sampled the old generation and cannot insert.
+		s.cache.invalidate(cacheKey{path, id}, l.stripe)
+		if err != nil {
+			return wrapErr(op, path, id, err)
+		}
+		changed = true
+		s.nblobs.Add(-1)
+		s.nbytes.Add(-fi.Size())
+	}
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), metaSuffix)
+		if !ok || present[id] {
+			continue
+		}
+		if err := removeIfExists(l.meta(id)); err != nil {
+			return wrapErr(op, path, id, err)
+		}
+		changed = true
+	}
+	if changed {
+		if err := s.syncDirIf(l.dir); err != nil {
+			return wrapErr(op, path, "", err)
+		}
+	}
+	if len(present) == 0 {
+		_ = os.Remove(l.dir) // fails harmlessly if foreign files remain
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+)
+
+// Options tune a Store. The zero value is durable and uncached.
+type Options struct {
+	// NoSync skips fsync (tests/benchmarks only). Default false: every
+	// Commit fsyncs file and directory.
+	NoSync bool
+	// CacheBytes bounds the in-memory cache of small blobs (0 disables).
+	// CacheMaxBlob is the largest blob cached (default 64 KiB).
+	CacheBytes   int64
+	CacheMaxBlob int64
+}
+
+const defaultCacheMaxBlob = 64 << 10
+
+// Store is a node's local blob storage. All methods are safe for concurrent
+// use.
+type Store struct {
+	dir   string
+	blobs string // <dir>/blobs
+	tmp   string // <dir>/tmp
+	sync  bool
+	cache *cache
+	lock  *os.File // <dir>/LOCK, flock(2)ed
+
+	// stripes serialise mutations (Commit, Remove, RemoveExcept) of paths
+	// whose hash shares a first byte; metadata readers (Stat, List, Walk,
+	// Verify) take the read side to see a blob and its sidecar
+	// consistently. Open takes no lock (see cache).
+	stripes [numStripes]sync.RWMutex
+
+	// life: mutators hold the read side for their duration so that Close
+	// (write side) waits for them; closed is also readable lock-free.
+	life   sync.RWMutex
+	closed atomic.Bool
+
+	nblobs atomic.Int64
+	nbytes atomic.Int64
+}
+
+// Open opens (creating if needed) the store rooted at dir. It takes an
+// exclusive lock on dir/LOCK, creates dir/blobs and dir/tmp, deletes any
+// leftover in dir/tmp, and scans dir/blobs to drop half-committed entries
+// and compute the Usage counters.
+func Open(dir string, opts Options) (*Store, error) {
+	dir = filepath.Clean(dir)
+	s := &Store{
+		dir:   dir,
+		blobs: filepath.Join(dir, blobsDir),
+		tmp:   filepath.Join(dir, tmpDir),
+		sync:  !opts.NoSync,
+	}
+	maxBlob := opts.CacheMaxBlob
+	if maxBlob <= 0 {
+		maxBlob = defaultCacheMaxBlob
+	}
+	s.cache = newCache(opts.CacheBytes, maxBlob)
+
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dir, err)
+	}
+	lock, err := lockDir(filepath.Join(dir, lockFile))
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dir, err)
+	}
+	s.lock = lock
+	if err := s.init(); err != nil {
+		unlockDir(lock)
+		return nil, fmt.Errorf("store: open %s: %w", dir, err)
+	}
+	return s, nil
+}
+
+func (s *Store) init() error {
+	for _, d := range []string{s.blobs, s.tmp} {
+		if err := mkdirDurable(d, s.sync); err != nil {
+			return err
+		}
+	}
+	if err := s.cleanTmp(); err != nil {
+		return err
+	}
+	// Pre-create the 256 fan-out directories so that commits only ever
+	// create (and removals only ever delete) the per-path directory.
+	for i := 0; i < 256; i++ {
+		if err := mkdirDurable(filepath.Join(s.blobs, fmt.Sprintf("%02x", i)), s.sync); err != nil {
+			return err
+		}
+	}
+	return s.scan()
+}
+
+// Close releases the directory lock and drops the cache. It waits for
+// in-flight Commit/Remove calls; later calls fail with ErrClosed. Open Blobs
+// stay readable. Close is idempotent.
+func (s *Store) Close() error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.cache.clear()
+	return unlockDir(s.lock)
+}
+
+// begin is called by mutators; the returned func must be deferred.
+func (s *Store) begin() (func(), error) {
+	s.life.RLock()
+	if s.closed.Load() {
+		s.life.RUnlock()
+		return nil, ErrClosed
+	}
+	return s.life.RUnlock, nil
+}
+
+// Usage returns the number of committed blobs and their total size. The
+// counters live in memory: computed at Open, maintained by Commit/Remove.
+func (s *Store) Usage() (blobs int64, bytes int64) {
+	return s.nblobs.Load(), s.nbytes.Load()
+}
+
+// DiskFree reports the bytes available to the store's user and the total
+// size of the file system holding dir.
+func (s *Store) DiskFree() (free, total uint64, err error) {
+	free, total, err = statfs(s.dir)
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: statfs %s: %w", s.dir, err)
+	}
+	return free, total, nil
+}
