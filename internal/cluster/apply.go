@@ -99,8 +99,8 @@ func (c *Cluster) applyLocal(ctx context.Context, cmd meta.Command) (*meta.Resul
 	}
 	if res.Duplicate && res.File != nil {
 		// A retried write whose first attempt may have lost its
-		// barrier: make sure no node outside the valid set serves it.
-		res.Invalidated = c.leasedExcept(res.File.Valid)
+		// barrier: make sure no other node answers from an older state.
+		res.Invalidated = c.leasedExcept([]string{cmd.Node})
 	}
 	if res.Err == nil && len(res.Invalidated) > 0 && c.cfg.Barrier != nil {
 		if err := c.waitInvalidationReady(ctx); err != nil {

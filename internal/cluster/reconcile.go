@@ -70,6 +70,20 @@ func (c *Cluster) reconcile(ctx context.Context, deadSince map[string]time.Time)
 					return err
 				}
 			}
+			if srv, in := servers[id]; in && string(srv.Address) != p.addr && id != c.cfg.NodeID {
+				// The node came back on another address: re-adding an
+				// existing ID updates its address, keeping its suffrage.
+				c.log.Info("updating node address", "node", id, "addr", p.addr)
+				add := c.raft.AddNonvoter
+				if srv.Suffrage == raft.Voter {
+					add = c.raft.AddVoter
+				}
+				if err := add(raft.ServerID(id), raft.ServerAddress(p.addr), 0, timeout).Error(); err != nil {
+					return err
+				}
+				srv.Address = raft.ServerAddress(p.addr)
+				servers[id] = srv
+			}
 			if _, in := servers[id]; !in {
 				c.log.Info("adding non-voter", "node", id, "addr", p.addr)
 				if err := c.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(p.addr), 0, timeout).Error(); err != nil {

@@ -5,10 +5,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/store"
 )
@@ -128,12 +130,30 @@ func (s *Service) nodeAddrs(id string) (httpAddr, peerAddr string, ok bool) {
 
 // Routes registers the client API handlers on mux.
 func (s *Service) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /files/{path...}", s.handleGet)
-	mux.HandleFunc("HEAD /files/{path...}", s.handleGet)
-	mux.HandleFunc("PUT /files/{path...}", s.handlePut)
-	mux.HandleFunc("DELETE /files/{path...}", s.handleDelete)
 	mux.HandleFunc("GET /list", s.handleList)
 	mux.HandleFunc("GET /status/files/{path...}", s.handleFileStatus)
+}
+
+// FilesPrefix is the URL prefix of file keys. Requests under it must go to
+// ServeFiles directly, not through an http.ServeMux, which would "clean"
+// keys such as a//b or a/./b into other keys instead of refusing them.
+const FilesPrefix = "/files/"
+
+// ServeFiles serves GET, HEAD, PUT and DELETE of /files/{path}.
+func (s *Service) ServeFiles(w http.ResponseWriter, r *http.Request) {
+	r.Pattern = FilesPrefix
+	r.SetPathValue("path", strings.TrimPrefix(r.URL.Path, FilesPrefix))
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		s.handleGet(w, r)
+	case http.MethodPut:
+		s.handlePut(w, r)
+	case http.MethodDelete:
+		s.handleDelete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, HEAD, PUT, DELETE")
+		api.Error(w, http.StatusMethodNotAllowed, api.CodeMethod, r.Method+" is not allowed on files; use GET, HEAD, PUT or DELETE")
+	}
 }
 
 // PeerRoutes registers the peer API handlers on mux.

@@ -77,7 +77,15 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 	f.Valid = slices.Compact(f.Valid)
 	f.rememberIdem(c.Idem, idx)
 	s.put(f)
-	return f, invalidated(cur.Valid, f.Valid), false, nil
+	// Every node that could answer for the old version from its own state
+	// must stop before the write is acknowledged: the old valid copies
+	// (also those that stay valid, whose state may lag), or, for a
+	// creation, every node (they answered "not found").
+	before := cur.Valid
+	if !cur.Exists() {
+		before = s.ActiveNodes()
+	}
+	return f, without(before, c.Node), false, nil
 }
 
 func (s *State) release(c Command) (*File, error) {
@@ -132,7 +140,7 @@ func (s *State) delete(idx uint64, c Command) (*File, []string, bool, error) {
 	f.Holder, f.Grant, f.Valid = "", 0, nil
 	f.rememberIdem(c.Idem, idx)
 	s.put(f)
-	return f, cur.Valid, false, nil
+	return f, without(cur.Valid, c.Node), false, nil
 }
 
 func (s *State) setConfig(c Command) error {
@@ -184,11 +192,11 @@ func (s *State) nodeRemove(c Command, r *Result) error {
 	return nil
 }
 
-// invalidated returns the members of before that are not in after (both sorted).
-func invalidated(before, after []string) []string {
+// without returns ids less one.
+func without(ids []string, drop string) []string {
 	var out []string
-	for _, id := range before {
-		if _, ok := slices.BinarySearch(after, id); !ok {
+	for _, id := range ids {
+		if id != drop {
 			out = append(out, id)
 		}
 	}

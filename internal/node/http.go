@@ -13,6 +13,7 @@ import (
 
 	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/files"
 	"github.com/mure-dev/mure/internal/meta"
 )
 
@@ -34,20 +35,25 @@ func (n *Node) clientHandler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/", api.NotFound)
 	open := []string{"/healthz", "/readyz", "/metrics"}
-	return n.instrument(api.RequireToken(n.cfg.Token, open, methodGuard(mux)))
+	return n.instrument(api.RequireToken(n.cfg.Token, open, n.route(mux)))
 }
 
-// methodGuard turns the mux's plain-text 405 into the JSON envelope.
-func methodGuard(mux *http.ServeMux) http.Handler {
+// route sends file keys straight to the file service (no path cleaning)
+// and everything else through mux, answering a known path with a wrong
+// method by the JSON envelope rather than the mux's plain text.
+func (n *Node) route(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := mux.Handler(r); pattern == "" {
-			// No route matched this method; find out whether the path exists.
+		if strings.HasPrefix(r.URL.Path, files.FilesPrefix) {
+			n.files.ServeFiles(w, r)
+			return
+		}
+		if _, pattern := mux.Handler(r); pattern == "/" {
 			probe := r.Clone(r.Context())
 			for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
 				probe.Method = m
 				if _, p := mux.Handler(probe); p != "" && p != "/" {
 					w.Header().Set("Allow", m)
-					api.Error(w, http.StatusMethodNotAllowed, api.CodeMethod, r.Method+" is not allowed on "+r.URL.Path)
+					api.Error(w, http.StatusMethodNotAllowed, api.CodeMethod, r.Method+" is not allowed on "+r.URL.Path+"; use "+m)
 					return
 				}
 			}
