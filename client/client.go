@@ -37,7 +37,8 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
 // WithAttempts sets the total number of attempts of a request across nodes
-// (default 3); 1 disables retries.
+// (default 6, with a backoff from 50 ms doubling up to 1 s between them:
+// about 3 s in all); 1 disables retries.
 func WithAttempts(n int) Option {
 	return func(c *Client) {
 		if n < 1 {
@@ -53,7 +54,7 @@ func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
 // New returns a client of the given nodes, each "host:port" or
 // "http://host:port". With no node it uses DefaultNode.
 func New(nodes []string, opts ...Option) *Client {
-	c := &Client{attempts: 3}
+	c := &Client{attempts: 6}
 	for _, n := range nodes {
 		n = strings.TrimRight(strings.TrimSpace(n), "/")
 		if n == "" {

@@ -67,6 +67,13 @@ func (c *Client) do(ctx context.Context, cl *call) (*http.Response, error) {
 				return nil, fail(fmt.Errorf("%w (after: %w)", err, lastErr))
 			}
 		}
+		if i > 0 {
+			// Back off a little: the usual cause is a node that just died
+			// and that the cluster has not yet noticed.
+			if err := sleep(ctx, min(50*time.Millisecond<<(i-1), time.Second)); err != nil {
+				return nil, fail(err)
+			}
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, fail(err)
 		}

@@ -2,6 +2,8 @@ package systest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"context"
 	"errors"
 	"fmt"
@@ -288,4 +290,9 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 	mustGet(t, c.Client(), "keep", "precious")
+}
+
+func sha(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 
 	"github.com/mure-dev/mure/internal/meta"
 )
@@ -36,13 +37,15 @@ var (
 // Cluster is one node's seat in the cluster. It owns raft, gossip, the
 // read lease and the leader's background work.
 type Cluster struct {
-	cfg   Config
-	log   *slog.Logger
-	fsm   *meta.FSM
-	raft  *raft.Raft
-	wal   *wal.WAL
-	trans *raft.NetworkTransport
-	peers *http.Client
+	cfg  Config
+	log  *slog.Logger
+	fsm  *meta.FSM
+	raft *raft.Raft
+	wal  *wal.WAL
+	// walMeta is raft-wal's metadata store.
+	walMeta *metadb.BoltMetaDB
+	trans   *raft.NetworkTransport
+	peers   *http.Client
 
 	gossip *gossip
 
@@ -123,7 +126,10 @@ func (c *Cluster) startRaft() (bool, error) {
 		return false, fmt.Errorf("raft dir: %w", err)
 	}
 	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Error, Output: &slogWriter{log: c.log.With("part", "raft")}})
-	w, err := wal.Open(filepath.Join(dir, "wal"), wal.WithLogger(hl))
+	// raft-wal's Close leaves its metadata database open (and locked), so
+	// the cluster owns it and closes it after the WAL.
+	c.walMeta = &metadb.BoltMetaDB{}
+	w, err := wal.Open(filepath.Join(dir, "wal"), wal.WithLogger(hl), wal.WithMetaStore(c.walMeta))
 	if err != nil {
 		return false, fmt.Errorf("open raft log: %w", err)
 	}
@@ -170,6 +176,9 @@ func (c *Cluster) shutdownRaft() {
 	}
 	if c.wal != nil {
 		c.wal.Close()
+	}
+	if c.walMeta != nil {
+		c.walMeta.Close()
 	}
 }
 

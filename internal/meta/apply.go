@@ -44,8 +44,8 @@ func (s *State) acquire(idx uint64, c Command) (*File, error) {
 	if c.Path == "" || c.Node == "" {
 		return nil, fmt.Errorf("%w: acquire needs a path and a node", ErrBadCommand)
 	}
-	if n := s.nodes[c.Node]; n == nil || n.State == NodeRemoved {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownNode, c.Node)
+	if n := s.nodes[c.Node]; n == nil || n.State != NodeActive {
+		return nil, fmt.Errorf("%w: %s is not an active node", ErrUnknownNode, c.Node)
 	}
 	f := s.fileOrNew(c.Path)
 	switch {
@@ -61,10 +61,10 @@ func (s *State) acquire(idx uint64, c Command) (*File, error) {
 
 func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 	cur := s.File(c.Path)
-	if cur == nil || cur.Holder != c.Node || cur.Grant != c.Grant {
+	if cur == nil || cur.Holder == "" || cur.Holder != c.Node || cur.Grant != c.Grant {
 		return cur, nil, false, fmt.Errorf("%w: %s on %s (grant %d)", ErrNotHolder, c.Node, c.Path, c.Grant)
 	}
-	if v, ok := cur.IdemVersion(c.Idem); ok && v == cur.Version {
+	if v, ok := cur.IdemVersion(c.Idem); ok && v == cur.Version && !cur.Deleted {
 		return cur, nil, true, nil
 	}
 	if err := c.Cond.Check(cur); err != nil {
@@ -72,7 +72,12 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 	}
 	f := cur.clone()
 	f.Version, f.BlobID, f.Size, f.Sum, f.Modified, f.Deleted = idx, c.BlobID, c.Size, c.Sum, c.Time, false
-	f.Valid = append([]string{c.Node}, c.Standby...)
+	f.Valid = []string{c.Node}
+	for _, id := range c.Standby {
+		if n := s.nodes[id]; n != nil && n.State == NodeActive {
+			f.Valid = append(f.Valid, id)
+		}
+	}
 	slices.Sort(f.Valid)
 	f.Valid = slices.Compact(f.Valid)
 	f.rememberIdem(c.Idem, idx)
@@ -90,7 +95,7 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 
 func (s *State) release(c Command) (*File, error) {
 	cur := s.File(c.Path)
-	if cur == nil || cur.Holder != c.Node || cur.Grant != c.Grant {
+	if cur == nil || cur.Holder == "" || cur.Holder != c.Node || cur.Grant != c.Grant {
 		return cur, fmt.Errorf("%w: %s on %s (grant %d)", ErrNotHolder, c.Node, c.Path, c.Grant)
 	}
 	f := cur.clone()
@@ -122,7 +127,7 @@ func (s *State) replica(c Command) (*File, error) {
 
 func (s *State) delete(idx uint64, c Command) (*File, []string, bool, error) {
 	cur := s.File(c.Path)
-	if v, ok := cur.IdemVersion(c.Idem); ok && cur.Version == v {
+	if v, ok := cur.IdemVersion(c.Idem); ok && cur.Version == v && cur.Deleted {
 		return cur, nil, true, nil
 	}
 	if !cur.Exists() {

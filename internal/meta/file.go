@@ -81,6 +81,7 @@ func (f *File) rememberIdem(key string, version uint64) {
 	if key == "" {
 		return
 	}
+	f.Idem = slices.DeleteFunc(f.Idem, func(e IdemEntry) bool { return e.Key == key })
 	f.Idem = append(f.Idem, IdemEntry{Key: key, Version: version})
 	if len(f.Idem) > maxIdem {
 		f.Idem = f.Idem[len(f.Idem)-maxIdem:]

@@ -93,31 +93,37 @@ type ListEntry struct {
 	Prefix string
 }
 
-// List walks live files in path order, starting after `after`, under
-// prefix. With a delimiter, paths sharing the part up to the next
+// List walks live files in path order under prefix, starting after the
+// cursor (as returned in a previous page's next, or a plain path: list
+// after it). With a delimiter, paths sharing the part up to the next
 // delimiter collapse into one prefix entry. It returns at most limit
 // entries and the cursor of the next page ("" at the end).
-func (s *State) List(prefix, delimiter, after string, limit int) ([]ListEntry, string) {
+func (s *State) List(prefix, delimiter, cursor string, limit int) ([]ListEntry, string) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	skipUnder, after := parseCursor(cursor)
 	var out []ListEntry
 	next := ""
 	start := prefix
 	if after > start {
 		start = after
 	}
+	if skipUnder > start {
+		start = skipUnder
+	}
 	s.files.AscendGreaterOrEqual(&File{Path: start}, func(f *File) bool {
 		if !strings.HasPrefix(f.Path, prefix) {
 			return false
 		}
-		if f.Path <= after || !f.Exists() {
+		if f.Path <= after || !f.Exists() || skipUnder != "" && strings.HasPrefix(f.Path, skipUnder) {
 			return true
 		}
 		entry := ListEntry{File: f}
-		key := f.Path
 		if delimiter != "" {
 			if i := strings.Index(f.Path[len(prefix):], delimiter); i >= 0 {
-				key = f.Path[:len(prefix)+i+len(delimiter)]
-				entry = ListEntry{Prefix: key}
-				if len(out) > 0 && out[len(out)-1].Prefix == key {
+				entry = ListEntry{Prefix: f.Path[:len(prefix)+i+len(delimiter)]}
+				if len(out) > 0 && out[len(out)-1].Prefix == entry.Prefix {
 					return true
 				}
 			}
@@ -132,13 +138,24 @@ func (s *State) List(prefix, delimiter, after string, limit int) ([]ListEntry, s
 	return out, next
 }
 
-// cursor is where the page after this entry starts: past every path under
-// a collapsed prefix.
+// Cursors are opaque to clients: "f:" + path (continue after that path)
+// or "p:" + prefix (continue after every path under that prefix). Any
+// other string is taken as a path to list after.
 func (e ListEntry) cursor() string {
 	if e.File != nil {
-		return e.File.Path
+		return "f:" + e.File.Path
 	}
-	return e.Prefix + "\U0010FFFF"
+	return "p:" + e.Prefix
+}
+
+func parseCursor(c string) (skipUnder, after string) {
+	switch {
+	case strings.HasPrefix(c, "p:"):
+		return c[2:], ""
+	case strings.HasPrefix(c, "f:"):
+		return "", c[2:]
+	}
+	return "", c
 }
 
 // Targets returns the nodes that should hold a copy of f: every active node

@@ -47,7 +47,7 @@ type Node struct {
 
 // Open starts a node: it returns once the node serves its APIs and has
 // joined (or founded) its cluster.
-func Open(ctx context.Context, cfg Config) (n *Node, err error) {
+func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("a data directory is required (--data DIR)")
 	}
@@ -66,7 +66,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	n = &Node{cfg: cfg, left: make(chan struct{}), reg: prometheus.NewRegistry()}
+	n := &Node{cfg: cfg, left: make(chan struct{}), reg: prometheus.NewRegistry()}
 	var closers []func()
 	defer func() {
 		if err != nil {

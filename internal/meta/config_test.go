@@ -1,0 +1,119 @@
+package meta
+
+import (
+	"testing"
+	"time"
+)
+
+func TestValidateSetting(t *testing.T) {
+	tests := []struct {
+		key, value string
+		ok         bool
+	}{
+		{CfgReplication, "all", true},
+		{CfgReplication, "1", true},
+		{CfgReplication, "3", true},
+		{CfgReplication, "64", true},
+		{CfgReplication, "0", false},
+		{CfgReplication, "65", false},
+		{CfgReplication, "-1", false},
+		{CfgReplication, "ALL", false},
+		{CfgReplication, "", false},
+		{CfgReplication, " 3", false},
+		{CfgReplication, "3.0", false},
+		{CfgReplication, "two", false},
+		{CfgDurability, "two", true},
+		{CfgDurability, "local", true},
+		{CfgDurability, "Two", false},
+		{CfgDurability, "", false},
+		{CfgDurability, "2", false},
+		{CfgResume, "idle", true},
+		{CfgResume, "immediate", true},
+		{CfgResume, "reads", true},
+		{CfgResume, "never", false},
+		{CfgResume, "", false},
+		{CfgResumeIdle, "1s", true},
+		{CfgResumeIdle, "500ms", true},
+		{CfgResumeIdle, "0s", true},
+		{CfgResumeIdle, "24h", true},
+		{CfgResumeIdle, "24h0m1s", false},
+		{CfgResumeIdle, "-1s", false},
+		{CfgResumeIdle, "1", false},
+		{CfgResumeIdle, "soon", false},
+		{CfgResumeIdle, "", false},
+		{CfgResumeReads, "1", true},
+		{CfgResumeReads, "3", true},
+		{CfgResumeReads, "1000", true},
+		{CfgResumeReads, "0", false},
+		{CfgResumeReads, "1001", false},
+		{CfgResumeReads, "x", false},
+		{"unknown", "1", false},
+		{"", "", false},
+		{"Replication", "all", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
+			err := ValidateSetting(tc.key, tc.value)
+			if (err == nil) != tc.ok {
+				t.Fatalf("ValidateSetting(%q, %q) = %v, want ok=%v", tc.key, tc.value, err, tc.ok)
+			}
+		})
+	}
+}
+
+func TestDefaultsAreValid(t *testing.T) {
+	d := DefaultConfig()
+	if len(d) != 5 {
+		t.Fatalf("DefaultConfig has %d keys: %v", len(d), d)
+	}
+	for k, v := range d {
+		t.Run(k, func(t *testing.T) {
+			if err := ValidateSetting(k, v); err != nil {
+				t.Fatalf("default %s=%s invalid: %v", k, v, err)
+			}
+		})
+	}
+	d[CfgReplication] = "7"
+	if DefaultConfig()[CfgReplication] != "all" {
+		t.Fatal("DefaultConfig returned the shared map")
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	def := Config{Replicas: 0, LocalOnly: false, Resume: "idle", ResumeIdle: time.Second, ResumeReads: 3}
+	tests := []struct {
+		name string
+		in   map[string]string
+		want Config
+	}{
+		{"nil map gives defaults", nil, def},
+		{"empty map gives defaults", map[string]string{}, def},
+		{"defaults map", DefaultConfig(), def},
+		{"replicas", map[string]string{CfgReplication: "3"}, Config{Replicas: 3, Resume: "idle", ResumeIdle: time.Second, ResumeReads: 3}},
+		{"replication all", map[string]string{CfgReplication: "all"}, def},
+		{"local", map[string]string{CfgDurability: "local"}, Config{LocalOnly: true, Resume: "idle", ResumeIdle: time.Second, ResumeReads: 3}},
+		{"two", map[string]string{CfgDurability: "two"}, def},
+		{"everything", map[string]string{CfgReplication: "2", CfgDurability: "local", CfgResume: "reads", CfgResumeIdle: "250ms", CfgResumeReads: "10"},
+			Config{Replicas: 2, LocalOnly: true, Resume: "reads", ResumeIdle: 250 * time.Millisecond, ResumeReads: 10}},
+		{"unknown keys ignored", map[string]string{"x": "y"}, def},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ParseConfig(tc.in); got != tc.want {
+				t.Fatalf("ParseConfig(%v) = %+v, want %+v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseConfigFromState(t *testing.T) {
+	h := newHarness(t)
+	h.must(Command{Kind: KindSetConfig, Key: CfgResume, Value: "immediate"})
+	h.must(Command{Kind: KindSetConfig, Key: CfgReplication, Value: "2"})
+	h.apply(Command{Kind: KindSetConfig, Key: CfgReplication, Value: "0"}) // refused
+	c := ParseConfig(h.s.Config())
+	want := Config{Replicas: 2, Resume: "immediate", ResumeIdle: time.Second, ResumeReads: 3}
+	if c != want {
+		t.Fatalf("config = %+v, want %+v", c, want)
+	}
+}
