@@ -2,9 +2,9 @@ package systest
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"context"
 	"errors"
 	"fmt"
 	"io"
