@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The test command (README and .ci/run): installs what the tests need on a
+# fresh Debian machine, checks formatting and vet, then runs every test with
+# the race detector. Safe to run again; installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v git >/dev/null || need+=(git)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "missing: ${need[*]} (run as root, or install them)" >&2
+    exit 1
+  fi
+fi
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change: $unformatted" >&2
+  exit 1
+fi
+go vet ./...
+go test -race -count=1 -timeout 20m ./... "$@"
