@@ -52,6 +52,10 @@ type Cluster struct {
 	idMu      sync.RWMutex
 	clusterID string
 
+	// refused is set when gossip refused to merge with another cluster.
+	refusedMu sync.Mutex
+	refused   error
+
 	kickCh   chan struct{}
 	notifyCh chan bool
 

@@ -169,7 +169,12 @@ func (m *mergeGuard) NotifyMerge(peers []*memberlist.Node) error {
 			continue
 		}
 		if meta.Cluster != ours {
-			return fmt.Errorf("%w: node %s belongs to cluster %s, this node to %s", ErrOtherCluster, p.Name, meta.Cluster, ours)
+			err := fmt.Errorf("%w: this data directory belongs to cluster %s, but node %s (%s:%d) is in cluster %s",
+				ErrOtherCluster, ours, p.Name, p.Addr, p.Port, meta.Cluster)
+			m.c.refusedMu.Lock()
+			m.c.refused = err
+			m.c.refusedMu.Unlock()
+			return err
 		}
 	}
 	return nil
@@ -194,3 +199,10 @@ func (f *logFilter) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = (*logFilter)(nil)
+
+// mergeRefusal returns the last refusal to merge with another cluster.
+func (c *Cluster) mergeRefusal() error {
+	c.refusedMu.Lock()
+	defer c.refusedMu.Unlock()
+	return c.refused
+}

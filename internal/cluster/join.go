@@ -19,10 +19,13 @@ func (c *Cluster) join(ctx context.Context, hasState bool) error {
 		return nil
 	}
 	n, err := c.gossip.list.Join(addrs)
+	if refused := c.mergeRefusal(); refused != nil {
+		return refused
+	}
 	if n == 0 {
-		if hasState && len(c.cfg.Join) == 0 {
+		if hasState {
 			// A restarted node whose peers are down: keep going, the
-			// rejoin loop retries.
+			// rejoin loop retries. (--join only matters on a first start.)
 			c.log.Warn("no member reachable; will retry", "addrs", addrs, "err", err)
 			return nil
 		}

@@ -89,10 +89,16 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
 	defer cancel()
 	heldBefore := cur != nil && cur.Holder == s.self
-	grant, err := s.cl.Apply(ctx, meta.Command{Kind: meta.KindAcquire, Path: wr.path, Node: s.self, Force: cur != nil && cur.Holder != "" && cur.Holder != s.self})
-	if err != nil {
-		s.clusterError(w, "take the write right of "+wr.path, err)
-		return
+	grant := &meta.Result{File: cur}
+	if !heldBefore {
+		// Taking the right is a raft round trip; a holder skips it (if
+		// the right was taken over meanwhile, the commit is refused).
+		var err error
+		grant, err = s.cl.Apply(ctx, meta.Command{Kind: meta.KindAcquire, Path: wr.path, Node: s.self, Force: cur != nil && cur.Holder != ""})
+		if err != nil {
+			s.clusterError(w, "take the write right of "+wr.path, err)
+			return
+		}
 	}
 	if errors.Is(grant.Err, meta.ErrHeld) {
 		s.redirect(w, r, wr.hop, grant.File.Holder)

@@ -80,11 +80,6 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if existing {
-		// --join is for the first start; afterwards the node finds its
-		// cluster through the peers raft remembers.
-		cfg.Join = nil
-	}
 	founding := !existing && len(cfg.Join) == 0
 	if !existing {
 		id = identity{NodeID: newID(4)}
