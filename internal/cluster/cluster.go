@@ -150,8 +150,10 @@ func (c *Cluster) startRaft() (bool, error) {
 	rc.LocalID = raft.ServerID(c.cfg.NodeID)
 	rc.HeartbeatTimeout, rc.ElectionTimeout = t.RaftHeartbeat, t.RaftElection
 	rc.LeaderLeaseTimeout, rc.CommitTimeout = t.RaftLeaderLease, t.RaftCommit
-	rc.SnapshotThreshold = 16384
-	rc.TrailingLogs = 10240
+	rc.SnapshotThreshold, rc.TrailingLogs = t.SnapshotThreshold, t.SnapshotTrailing
+	if t.SnapshotThreshold > 0 && t.SnapshotThreshold < 1024 {
+		rc.SnapshotInterval = 200 * time.Millisecond // small thresholds are for tests
+	}
 	rc.NotifyCh = c.notifyCh
 	rc.Logger = hl
 	hasState, err := raft.HasExistingState(w, w, snaps)

@@ -57,6 +57,11 @@ type Timing struct {
 	DeadVoterGrace time.Duration
 	// Reconcile is the period of the leader's membership reconciliation.
 	Reconcile time.Duration
+	// SnapshotThreshold is the number of log entries after which raft
+	// snapshots the state; SnapshotTrailing the entries kept after a
+	// snapshot for slow followers (a follower further behind receives the
+	// snapshot instead).
+	SnapshotThreshold, SnapshotTrailing uint64
 }
 
 // DefaultTiming suits a LAN.
@@ -65,6 +70,7 @@ func DefaultTiming() Timing {
 		RaftHeartbeat: time.Second, RaftElection: time.Second, RaftLeaderLease: 500 * time.Millisecond, RaftCommit: 50 * time.Millisecond,
 		GossipProbeInterval: time.Second, GossipProbeTimeout: 500 * time.Millisecond, GossipInterval: 200 * time.Millisecond, GossipSuspicionMult: 4,
 		ReadLease: 2 * time.Second, DeadVoterGrace: 30 * time.Second, Reconcile: time.Second,
+		SnapshotThreshold: 16384, SnapshotTrailing: 10240,
 	}
 }
 
@@ -75,5 +81,6 @@ func FastTiming() Timing {
 		RaftHeartbeat: 150 * time.Millisecond, RaftElection: 150 * time.Millisecond, RaftLeaderLease: 100 * time.Millisecond, RaftCommit: 10 * time.Millisecond,
 		GossipProbeInterval: 100 * time.Millisecond, GossipProbeTimeout: 50 * time.Millisecond, GossipInterval: 50 * time.Millisecond, GossipSuspicionMult: 2,
 		ReadLease: 600 * time.Millisecond, DeadVoterGrace: 2 * time.Second, Reconcile: 100 * time.Millisecond,
+		SnapshotThreshold: 16384, SnapshotTrailing: 10240,
 	}
 }

@@ -22,6 +22,7 @@ import (
 // Cluster is a set of in-process nodes.
 type Cluster struct {
 	t     testing.TB
+	root  string
 	Nodes []*Node
 	key   string
 }
@@ -48,7 +49,9 @@ func Start(t testing.TB, n int, opts ...Options) *Cluster {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	c := &Cluster{t: t}
+	// The root directory first: cleanups run last-in first-out, so the
+	// nodes stop before their directories are removed.
+	c := &Cluster{t: t, root: t.TempDir()}
 	t.Cleanup(c.Shutdown)
 	for i := 0; i < n; i++ {
 		c.add(o.Setup)
@@ -63,7 +66,7 @@ func Start(t testing.TB, n int, opts ...Options) *Cluster {
 func (c *Cluster) add(setup func(int, *node.Config)) *Node {
 	c.t.Helper()
 	i := len(c.Nodes)
-	dir := filepath.Join(c.t.TempDir(), fmt.Sprintf("n%d", i))
+	dir := filepath.Join(c.root, fmt.Sprintf("n%d", i))
 	cfg := node.Config{
 		DataDir: dir, HTTPAddr: freeAddr(c.t), PeerAddr: freeAddr(c.t),
 		NoSync: true, Timing: cluster.FastTiming(), Key: c.key, CacheBytes: 1 << 20,
@@ -91,7 +94,13 @@ func (c *Cluster) add(setup func(int, *node.Config)) *Node {
 // Add starts one more node joining the cluster and waits until it is ready.
 func (c *Cluster) Add() *Node {
 	c.t.Helper()
-	nd := c.add(nil)
+	return c.AddWith(Options{})
+}
+
+// AddWith is Add with options for the new node.
+func (c *Cluster) AddWith(o Options) *Node {
+	c.t.Helper()
+	nd := c.add(o.Setup)
 	c.WaitReady(nd.Index)
 	return nd
 }
