@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/meta"
@@ -112,18 +113,62 @@ func (s *Service) pushStandby(ctx context.Context, path string, blob store.Info)
 		}
 		return 0
 	})
+	return s.hedgedPush(ctx, candidates, blob)
+}
+
+// hedgedPush sends the blob to the candidates in turn until one stores it.
+// A candidate that has not answered within a grace period proportional to
+// the size (e.g. a paused process that gossip still thinks alive) does not
+// hold the write up: the next candidate starts in parallel, and the first
+// success wins.
+func (s *Service) hedgedPush(ctx context.Context, candidates []string, blob store.Info) ([]string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()                                                                     // stops the attempts still running once one succeeded
+	grace := 300*time.Millisecond + time.Duration(blob.Size/(64<<10))*time.Millisecond // ~64 MB/s
+	type result struct {
+		id  string
+		err error
+	}
+	results := make(chan result, len(candidates))
+	running, next := 0, 0
 	var lastErr error
-	for _, id := range candidates {
-		_, peer, ok := s.nodeAddrs(id)
-		if !ok {
-			continue
+	start := func() {
+		id := candidates[next]
+		next++
+		running++
+		go func() {
+			_, peer, ok := s.nodeAddrs(id)
+			if !ok {
+				results <- result{id, fmt.Errorf("unknown node %s", id)}
+				return
+			}
+			results <- result{id, s.pushBlob(ctx, peer, blob)}
+		}()
+	}
+	start()
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	for running > 0 {
+		select {
+		case r := <-results:
+			running--
+			if r.err == nil {
+				return []string{r.id}, nil
+			}
+			lastErr = r.err
+			s.log.Warn("standby push failed", "node", r.id, "path", blob.Path, "err", r.err)
+			if next < len(candidates) {
+				start()
+				timer.Reset(grace)
+			}
+		case <-timer.C:
+			if next < len(candidates) {
+				start()
+				timer.Reset(grace)
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		if err := s.pushBlob(ctx, peer, blob); err != nil {
-			lastErr = err
-			s.log.Warn("standby push failed", "node", id, "path", path, "err", err)
-			continue
-		}
-		return []string{id}, nil
 	}
 	return nil, fmt.Errorf("no standby accepted the copy: %w", lastErr)
 }

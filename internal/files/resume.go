@@ -27,7 +27,8 @@ type heldFile struct {
 	lastWrite time.Time
 	readers   map[string]struct{}
 	due       bool
-	busy      int // writes in progress under this right
+	busy      int           // writes in progress under this right
+	releasing chan struct{} // non-nil while a release is being applied
 }
 
 func newResumer(s *Service) *resumer {
@@ -53,12 +54,24 @@ func (r *resumer) written(path string, grant uint64) {
 	r.poke()
 }
 
-// begin marks a write in progress under the right: it is not released
-// under the writer's feet.
-func (r *resumer) begin(path string, grant uint64) {
+// begin marks a write in progress under the right, so that it is not
+// released under the writer's feet. It returns false, after waiting for
+// it to finish, when a release of this grant was already on its way: the
+// writer must then take the right again.
+func (r *resumer) begin(ctx context.Context, path string, grant uint64) bool {
 	r.mu.Lock()
-	r.entry(path, grant).busy++
+	h := r.entry(path, grant)
+	if done := h.releasing; done != nil {
+		r.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+		return false
+	}
+	h.busy++
 	r.mu.Unlock()
+	return true
 }
 
 // end closes what begin opened.
@@ -146,43 +159,54 @@ func (r *resumer) releaseDue(ctx context.Context) {
 	type job struct {
 		path  string
 		grant uint64
+		h     *heldFile
 	}
 	var due []job
 	r.mu.Lock()
 	for p, h := range r.held {
 		f := r.s.fsm.File(p)
-		if f == nil || f.Holder != r.s.self || f.Grant != h.grant {
+		if h.releasing == nil && (f == nil || f.Holder != r.s.self || f.Grant != h.grant) {
 			delete(r.held, p)
 			continue
 		}
 		switch {
-		case h.busy > 0:
+		case h.busy > 0, h.releasing != nil:
 		case h.due, cfg.Resume == "immediate",
 			cfg.Resume == "idle" && now.Sub(h.lastWrite) >= cfg.ResumeIdle,
 			cfg.Resume == "reads" && len(h.readers) >= cfg.ResumeReads:
-			due = append(due, job{p, h.grant})
+			h.releasing = make(chan struct{})
+			due = append(due, job{p, h.grant, h})
 		}
 	}
 	r.mu.Unlock()
 	for _, j := range due {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		res, err := r.s.cl.Apply(cctx, meta.Command{Kind: meta.KindRelease, Path: j.path, Node: r.s.self, Grant: j.grant})
-		cancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				r.s.log.Warn("release write right", "path", j.path, "err", err)
-			}
-			continue
-		}
-		if res.Err != nil && !errors.Is(res.Err, meta.ErrNotHolder) {
-			r.s.log.Warn("release write right", "path", j.path, "err", res.Err)
-			continue
-		}
-		r.s.metrics.releases.Inc()
+		released := r.release(ctx, j.path, j.grant)
 		r.mu.Lock()
-		if h := r.held[j.path]; h != nil && h.grant == j.grant {
+		close(j.h.releasing)
+		j.h.releasing = nil
+		if released && r.held[j.path] == j.h {
 			delete(r.held, j.path)
 		}
 		r.mu.Unlock()
 	}
+}
+
+// release applies the release of one right; false if it failed (it is
+// tried again at the next round).
+func (r *resumer) release(ctx context.Context, path string, grant uint64) bool {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := r.s.cl.Apply(cctx, meta.Command{Kind: meta.KindRelease, Path: path, Node: r.s.self, Grant: grant})
+	if err != nil {
+		if ctx.Err() == nil {
+			r.s.log.Warn("release write right", "path", path, "err", err)
+		}
+		return false
+	}
+	if res.Err != nil && !errors.Is(res.Err, meta.ErrNotHolder) {
+		r.s.log.Warn("release write right", "path", path, "err", res.Err)
+		return false
+	}
+	r.s.metrics.releases.Inc()
+	return true
 }

@@ -88,17 +88,10 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
 	defer cancel()
-	heldBefore := cur != nil && cur.Holder == s.self
-	grant := &meta.Result{File: cur}
-	if !heldBefore {
-		// Taking the right is a raft round trip; a holder skips it (if
-		// the right was taken over meanwhile, the commit is refused).
-		var err error
-		grant, err = s.cl.Apply(ctx, meta.Command{Kind: meta.KindAcquire, Path: wr.path, Node: s.self, Force: cur != nil && cur.Holder != ""})
-		if err != nil {
-			s.clusterError(w, "take the write right of "+wr.path, err)
-			return
-		}
+	grant, heldBefore, err := s.takeRight(ctx, wr.path, cur)
+	if err != nil {
+		s.clusterError(w, "take the write right of "+wr.path, err)
+		return
 	}
 	if errors.Is(grant.Err, meta.ErrHeld) {
 		s.redirect(w, r, wr.hop, grant.File.Holder)
@@ -108,7 +101,6 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request) {
 		s.stateError(w, grant.Err)
 		return
 	}
-	s.resumer.begin(wr.path, grant.File.Grant)
 	defer s.resumer.end(wr.path, grant.File.Grant)
 	release := func() {
 		if !heldBefore {
@@ -156,6 +148,37 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("ETag", res.File.ETag())
 	api.JSON(w, status, infoOf(res.File))
+}
+
+// takeRight returns the write right of cur's path for this node, marked
+// busy in the resumer so that it is not released under the write. A
+// holder skips the raft round trip (if its right was taken over meanwhile,
+// the commit is refused by its fencing token); a release already on its
+// way is waited for, then the right is taken again.
+func (s *Service) takeRight(ctx context.Context, path string, cur *meta.File) (res *meta.Result, heldBefore bool, err error) {
+	if cur != nil && cur.Holder == s.self {
+		if s.resumer.begin(ctx, path, cur.Grant) {
+			// Busy now: no release can start. Check one finished just before.
+			if now := s.fsm.File(path); now.Holder == s.self && now.Grant == cur.Grant {
+				return &meta.Result{File: now}, true, nil
+			}
+			s.resumer.end(path, cur.Grant)
+		}
+		cur = s.fsm.File(path)
+	}
+	for {
+		res, err = s.cl.Apply(ctx, meta.Command{Kind: meta.KindAcquire, Path: path, Node: s.self, Force: cur != nil && cur.Holder != "" && cur.Holder != s.self})
+		if err != nil || res.Err != nil {
+			return res, false, err
+		}
+		if s.resumer.begin(ctx, path, res.File.Grant) {
+			return res, false, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		cur = s.fsm.File(path)
+	}
 }
 
 // receive stores the request body durably under a fresh blob ID.
