@@ -62,6 +62,14 @@ func BuildBinary(t testing.TB) string {
 	return buildPath
 }
 
+// RemoveBinary deletes what BuildBinary built; call it from TestMain after
+// the tests ran.
+func RemoveBinary() {
+	if buildPath != "" {
+		os.RemoveAll(filepath.Dir(buildPath))
+	}
+}
+
 // moduleRoot walks up from the working directory to the directory holding go.mod.
 func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
