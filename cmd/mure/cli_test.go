@@ -45,7 +45,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(f.cfg)
 	case r.URL.Path == "/status":
 		io.WriteString(w, `{"node":{"id":"n1","addr":"x"},"cluster_id":"c1","leader":"n1",`+
-			`"members":[{"id":"n1","state":"alive","role":"voter","addr":"h1:1"},{"id":"n2","state":"dead","role":"voter"}],`+
+			`"members":[{"id":"n1","state":"active","gossip":"alive","raft":"voter","http":"h1:1","leader":true},{"id":"n2","state":"active","gossip":"dead","raft":"voter"}],`+
 			`"files":{"count":2},"config":{"replicas":"3"}}`)
 	case strings.HasPrefix(r.URL.Path, "/status/files/"):
 		io.WriteString(w, `{"state":"ok","replicas":["n1"]}`)
@@ -240,9 +240,9 @@ func TestOtherCommands(t *testing.T) {
 		want []string
 	}{
 		{"stat", runStat, []string{"f"}, []string{"size:      3", "etag:      e3", `"state": "ok"`}},
-		{"status", runStatus, nil, []string{"leader:      n1", "n2  dead", "count=2", "replicas=3"}},
+		{"status", runStatus, nil, []string{"leader:      n1", "n2  active  dead", "count=2", "replicas=3"}},
 		{"status-json", runStatus, []string{"--json"}, []string{`"cluster_id": "c1"`}},
-		{"node-list", runNode, []string{"list"}, []string{"n1  alive  voter  h1:1"}},
+		{"node-list", runNode, []string{"list"}, []string{"n1  active  alive   voter (leader)  h1:1"}},
 		{"config", runConfig, nil, []string{"replicas=3\n"}},
 		{"config-set", runConfig, []string{"set", "replicas", "5"}, []string{"replicas=5\n"}},
 		{"config-get", runConfig, []string{"get", "replicas"}, []string{"5\n"}},

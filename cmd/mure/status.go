@@ -80,14 +80,15 @@ func printStatus(w io.Writer, st map[string]any) error {
 var (
 	idKeys    = []string{"id", "node_id", "name"}
 	stateKeys = []string{"state", "status"}
-	roleKeys  = []string{"role", "suffrage"}
+	roleKeys  = []string{"raft", "role", "suffrage"}
+	aliveKeys = []string{"gossip"}
 	addrKeys  = []string{"addr", "http", "address", "http_addr"}
 )
 
 // printMembers prints one line per member: ID STATE ROLE ADDR and the rest.
 func printMembers(w io.Writer, members []any) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  ID\tSTATE\tROLE\tADDR\tOTHER")
+	fmt.Fprintln(tw, "  ID\tSTATE\tGOSSIP\tRAFT\tHTTP\tOTHER")
 	for _, m := range members {
 		mm, ok := m.(map[string]any)
 		if !ok {
@@ -104,14 +105,18 @@ func printMembers(w io.Writer, members []any) error {
 			}
 			return "-"
 		}
-		id, state, role, addr := pick(idKeys), pick(stateKeys), pick(roleKeys), pick(addrKeys)
+		id, state, alive, role, addr := pick(idKeys), pick(stateKeys), pick(aliveKeys), pick(roleKeys), pick(addrKeys)
+		if mm["leader"] == true {
+			role += " (leader)"
+			used["leader"] = true
+		}
 		var rest []string
 		for _, k := range sortedKeys(mm) {
 			if !used[k] {
 				rest = append(rest, k+"="+describe(mm[k]))
 			}
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", id, state, role, addr, strings.Join(rest, " "))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", id, state, alive, role, addr, strings.Join(rest, " "))
 	}
 	return tw.Flush()
 }
