@@ -14,10 +14,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 
 	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/raftstore"
 )
 
 // Sentinel errors.
@@ -37,15 +36,13 @@ var (
 // Cluster is one node's seat in the cluster. It owns raft, gossip, the
 // read lease and the leader's background work.
 type Cluster struct {
-	cfg  Config
-	log  *slog.Logger
-	fsm  *meta.FSM
-	raft *raft.Raft
-	wal  *wal.WAL
-	// walMeta is raft-wal's metadata store.
-	walMeta *metadb.BoltMetaDB
-	trans   *raft.NetworkTransport
-	peers   *http.Client
+	cfg   Config
+	log   *slog.Logger
+	fsm   *meta.FSM
+	raft  *raft.Raft
+	store *raftstore.Store
+	trans *raft.NetworkTransport
+	peers *http.Client
 
 	gossip *gossip
 
@@ -126,23 +123,20 @@ func (c *Cluster) goLoop(ctx context.Context, f func(context.Context)) {
 func (c *Cluster) startRaft() (bool, error) {
 	t := c.cfg.Timing
 	dir := filepath.Join(c.cfg.Dir, "raft")
-	if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, fmt.Errorf("raft dir: %w", err)
 	}
 	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Error, Output: &slogWriter{log: c.log.With("part", "raft")}})
-	// raft-wal's Close leaves its metadata database open (and locked), so
-	// the cluster owns it and closes it after the WAL.
-	c.walMeta = &metadb.BoltMetaDB{}
-	w, err := wal.Open(filepath.Join(dir, "wal"), wal.WithLogger(hl), wal.WithMetaStore(c.walMeta))
+	w, err := raftstore.Open(filepath.Join(dir, "raft.db"))
 	if err != nil {
-		return false, fmt.Errorf("open raft log: %w", err)
+		return false, err
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hl)
 	if err != nil {
 		w.Close()
 		return false, fmt.Errorf("open raft snapshots: %w", err)
 	}
-	c.wal = w
+	c.store = w
 	c.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: c.cfg.Mux.RaftLayer(), MaxPool: 4, Timeout: 10 * time.Second, Logger: hl,
 	})
@@ -180,11 +174,8 @@ func (c *Cluster) shutdownRaft() {
 	if c.trans != nil {
 		c.trans.Close()
 	}
-	if c.wal != nil {
-		c.wal.Close()
-	}
-	if c.walMeta != nil {
-		c.walMeta.Close()
+	if c.store != nil {
+		c.store.Close()
 	}
 }
 

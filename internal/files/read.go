@@ -44,6 +44,9 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 	f := s.fsm.File(p)
 	fc, fenced := s.fences.check(p, s.fsm.Applied())
 	leased := s.cl.HasReadLease()
+	if s.cfg.UnsafeReads && f.Exists() && s.serveLocal(w, r, f) {
+		return
+	}
 	if f.Exists() && f.IsValidOn(s.self) && !fenced && (leased || o.stale) {
 		if s.serveLocal(w, r, f) {
 			if f.Holder == s.self {

@@ -37,8 +37,11 @@ type Config struct {
 	Fetchers int
 	// WriteTimeout bounds the cluster round trips of one write.
 	WriteTimeout time.Duration
-	Logger       *slog.Logger
-	Metrics      *Metrics
+	// UnsafeReads serves any local copy without the protocol's checks.
+	// Tests only: the broken variant the linearizability checker must catch.
+	UnsafeReads bool
+	Logger      *slog.Logger
+	Metrics     *Metrics
 }
 
 // DefaultConfig returns production defaults.

@@ -107,7 +107,11 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request) {
 			s.resumer.releaseNow(wr.path, grant.File.Grant)
 		}
 	}
-	if err := wr.cond.Check(grant.File); err != nil {
+	// The condition is checked before the body is read only on a view known
+	// to be current: after a fresh Acquire (this node has applied everything
+	// up to it). A holder's own view may lag behind a write of its own that
+	// others already see; the state machine checks again at commit anyway.
+	if err := wr.cond.Check(grant.File); err != nil && !heldBefore {
 		release()
 		api.Error(w, http.StatusPreconditionFailed, api.CodePrecondition, err.Error())
 		return

@@ -39,6 +39,13 @@ type Config struct {
 	NoSync bool
 	// CacheBytes bounds the memory cache of small files.
 	CacheBytes int64
-	Timing     cluster.Timing
-	Logger     *slog.Logger
+	// DebugFaults exposes POST /debug/isolate (cut this node off from its
+	// peers at the transport, or heal it). Tests only.
+	DebugFaults bool
+	// DebugUnsafeReads makes the node serve its local copy without checking
+	// validity, lease or invalidations: a deliberately broken protocol that
+	// the linearizability checker must catch. Tests only.
+	DebugUnsafeReads bool
+	Timing           cluster.Timing
+	Logger           *slog.Logger
 }

@@ -33,6 +33,9 @@ func (n *Node) clientHandler() http.Handler {
 	mux.HandleFunc("POST /nodes/leave", n.handleLeave)
 	mux.HandleFunc("DELETE /nodes/{id}", n.handleRemove)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}))
+	if n.cfg.DebugFaults {
+		mux.HandleFunc("POST /debug/isolate", n.handleIsolate)
+	}
 	mux.HandleFunc("/", api.NotFound)
 	open := []string{"/healthz", "/readyz", "/metrics"}
 	return n.instrument(api.RequireToken(n.cfg.Token, open, n.route(mux)))
@@ -204,4 +207,13 @@ func (n *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	api.JSON(w, http.StatusOK, map[string]string{"removed": id})
+}
+
+// handleIsolate cuts the node off from its peers (?on=1) or heals it
+// (?on=0): the partition seam of the robustness tests.
+func (n *Node) handleIsolate(w http.ResponseWriter, r *http.Request) {
+	on := r.URL.Query().Get("on") == "1"
+	n.mux.SetIsolated(on)
+	n.log.Warn("fault injection: isolation", "on", on)
+	api.JSON(w, http.StatusOK, map[string]bool{"isolated": on})
 }

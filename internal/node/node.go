@@ -100,6 +100,9 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("peer port %s: %w", cfg.PeerAddr, err)
 	}
 	closers = append(closers, func() { n.mux.Close() })
+	if cfg.DebugFaults {
+		n.mux.EnableFaults()
+	}
 
 	n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -133,7 +136,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 
-	svc = files.New(files.Config{MaxBody: cfg.MaxBody, Logger: n.log.With("part", "files"), Metrics: files.NewMetrics(n.reg)}, n.cl, n.st)
+	svc = files.New(files.Config{MaxBody: cfg.MaxBody, UnsafeReads: cfg.DebugUnsafeReads, Logger: n.log.With("part", "files"), Metrics: files.NewMetrics(n.reg)}, n.cl, n.st)
 	n.files = svc
 	svc.Start()
 	closers = append(closers, func() { svc.Close() })

@@ -95,6 +95,7 @@ type ProcCluster struct {
 	mu    sync.Mutex
 	nodes []*procNode
 	hc    *http.Client
+	extra []string // flags added to every node's command line
 }
 
 // procNode is one node: its fixed addresses and data directory, and the
@@ -129,9 +130,9 @@ func (p *proc) exited() bool {
 // StartProc starts n node processes: node 0 founds the cluster and the
 // others join it with its key. It returns when every node is ready and a
 // node lists n active raft members.
-func StartProc(t testing.TB, n int) *ProcCluster {
+func StartProc(t testing.TB, n int, extraArgs ...string) *ProcCluster {
 	t.Helper()
-	c := &ProcCluster{t: t, bin: BuildBinary(t), hc: &http.Client{Timeout: 2 * time.Second}}
+	c := &ProcCluster{t: t, bin: BuildBinary(t), hc: &http.Client{Timeout: 2 * time.Second}, extra: extraArgs}
 	base := t.TempDir() // before the Cleanup below: removed after the processes are gone
 	for i := 0; i < n; i++ {
 		dir := filepath.Join(base, fmt.Sprintf("n%d", i))
@@ -156,8 +157,8 @@ func StartProc(t testing.TB, n int) *ProcCluster {
 
 func (c *ProcCluster) baseArgs(i int) []string {
 	nd := c.nodes[i]
-	return []string{"serve", "--data", nd.dir, "--http", nd.http, "--peer", nd.peer,
-		"--timing", "fast", "--unsafe-no-fsync", "--log-level", "warn"}
+	return append([]string{"serve", "--data", nd.dir, "--http", nd.http, "--peer", nd.peer,
+		"--timing", "fast", "--unsafe-no-fsync", "--log-level", "warn"}, c.extra...)
 }
 
 func (c *ProcCluster) start(i int, args []string) {
@@ -289,6 +290,24 @@ func (c *ProcCluster) Restart(i int) {
 		c.Kill(i)
 	}
 	c.start(i, c.baseArgs(i))
+}
+
+// Isolate cuts node i off from its peers at the transport (on) or heals
+// it; the nodes must run with --debug-faults.
+func (c *ProcCluster) Isolate(i int, on bool) {
+	c.t.Helper()
+	v := "0"
+	if on {
+		v = "1"
+	}
+	resp, err := c.hc.Post("http://"+c.nodes[i].http+"/debug/isolate?on="+v, "", nil)
+	if err != nil {
+		c.t.Fatalf("isolate node %d: %v", i, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("isolate node %d: status %d (started without --debug-faults?)", i, resp.StatusCode)
+	}
 }
 
 // HTTPAddr is node i's client API address (also while it is down).

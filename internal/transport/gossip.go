@@ -93,6 +93,9 @@ func (g *gossipTransport) WriteToAddress(b []byte, a memberlist.Address) (time.T
 	if g.isStopped() {
 		return time.Time{}, errGossipShutdown
 	}
+	if g.m.faults.isolated.Load() {
+		return time.Now(), nil // lost on the cut link, as a network would
+	}
 	udpAddr, err := net.ResolveUDPAddr("udp", a.Addr)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("transport: resolve gossip address %q: %w", a.Addr, err)

@@ -81,6 +81,8 @@ type Mux struct {
 
 	handshakeFailures atomic.Uint64
 	routed            atomic.Uint64 // conns handed to a sub-listener
+
+	faults faults // the partition seam (fault.go)
 }
 
 // Listen binds TCP and UDP on cfg.BindAddr and starts serving.
@@ -170,6 +172,9 @@ func (m *Mux) Dial(ctx context.Context, addr string, proto byte) (net.Conn, erro
 		return nil, fmt.Errorf("transport: dial %s: %w", addr, net.ErrClosed)
 	default:
 	}
+	if m.faults.isolated.Load() {
+		return nil, fmt.Errorf("transport: dial %s: %w", addr, ErrIsolated)
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, handshakeTimeout)
@@ -196,7 +201,7 @@ func (m *Mux) Dial(ctx context.Context, addr string, proto byte) (net.Conn, erro
 		_ = raw.Close()
 		return nil, fmt.Errorf("transport: clear deadline on %s: %w", addr, err)
 	}
-	return tc, nil
+	return m.faults.track(tc), nil
 }
 
 // Close stops the listeners, closes the UDP socket, shuts down the gossip
@@ -319,7 +324,11 @@ func (m *Mux) serveConn(raw net.Conn) {
 		_ = tc.Close()
 		return
 	}
-	if !s.deliver(tc) {
+	if m.faults.isolated.Load() {
+		_ = tc.Close()
+		return
+	}
+	if !s.deliver(m.faults.track(tc)) {
 		_ = tc.Close()
 	}
 }
@@ -377,7 +386,7 @@ func (m *Mux) udpLoop() {
 		m.mu.Lock()
 		g := m.gossip
 		m.mu.Unlock()
-		if g == nil {
+		if g == nil || m.faults.isolated.Load() {
 			continue
 		}
 		g.deliver(&memberlist.Packet{

@@ -1,0 +1,74 @@
+package lincheck
+
+import (
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+func TestModelSteps(t *testing.T) {
+	tests := []struct {
+		name  string
+		state string
+		in    Input
+		out   Output
+		ok    bool
+		next  string
+	}{
+		{"cas aborted says nothing", "a", Input{Kind: CAS, Expect: "a", Value: "b"}, Output{Outcome: Aborted}, true, "a"},
+		{"write aborted", "a", Input{Kind: Write, Value: "b"}, Output{Outcome: Aborted}, true, "a"},
+		{"read sees state", "a", Input{Kind: Read}, Output{Value: "a"}, true, "a"},
+		{"stale read", "b", Input{Kind: Read}, Output{Value: "a"}, false, "b"},
+		{"read absent", "", Input{Kind: Read}, Output{Value: ""}, true, ""},
+		{"write", "a", Input{Kind: Write, Value: "b"}, Output{}, true, "b"},
+		{"write unknown", "a", Input{Kind: Write, Value: "b"}, Output{Outcome: Unknown}, true, "b"},
+		{"cas ok", "a", Input{Kind: CAS, Expect: "a", Value: "b"}, Output{}, true, "b"},
+		{"cas ok but mismatch", "c", Input{Kind: CAS, Expect: "a", Value: "b"}, Output{}, false, "b"},
+		{"cas refused", "c", Input{Kind: CAS, Expect: "a", Value: "b"}, Output{Outcome: Refused}, true, "c"},
+		{"cas refused but matched", "a", Input{Kind: CAS, Expect: "a", Value: "b"}, Output{Outcome: Refused}, false, "a"},
+		{"cas unknown matches", "a", Input{Kind: CAS, Expect: "a", Value: "b"}, Output{Outcome: Unknown}, true, "b"},
+		{"cas unknown mismatch", "c", Input{Kind: CAS, Expect: "a", Value: "b"}, Output{Outcome: Unknown}, true, "c"},
+		{"create ok", "", Input{Kind: Create, Value: "b"}, Output{}, true, "b"},
+		{"create on existing", "a", Input{Kind: Create, Value: "b"}, Output{}, false, "b"},
+		{"create refused", "a", Input{Kind: Create, Value: "b"}, Output{Outcome: Refused}, true, "a"},
+		{"delete ok", "a", Input{Kind: Delete}, Output{}, true, ""},
+		{"delete ok of nothing", "", Input{Kind: Delete}, Output{}, false, ""},
+		{"delete not found", "", Input{Kind: Delete}, Output{Outcome: Refused}, true, ""},
+		{"delete not found but present", "a", Input{Kind: Delete}, Output{Outcome: Refused}, false, "a"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, next := step(tc.state, tc.in, tc.out)
+			if ok != tc.ok || (ok && next != tc.next) {
+				t.Fatalf("step(%q, %+v, %+v) = %v, %q; want %v, %q", tc.state, tc.in, tc.out, ok, next, tc.ok, tc.next)
+			}
+		})
+	}
+}
+
+func TestCheckerBites(t *testing.T) {
+	// write a, then (strictly after) a read that sees the initial state.
+	h := NewHistory()
+	h.ops = []porcupine.Operation{
+		{ClientId: 0, Input: Input{Kind: Write, Key: "k", Value: "a"}, Call: 0, Output: Output{}, Return: 10},
+		{ClientId: 1, Input: Input{Kind: Read, Key: "k"}, Call: 20, Output: Output{Value: ""}, Return: 30},
+	}
+	if res, _ := h.Check(5*time.Second, ""); res != porcupine.Illegal {
+		t.Fatalf("stale read after an acknowledged write: %v, want Illegal", res)
+	}
+	// The same read overlapping the write is fine.
+	h.ops[1].Call = 5
+	if res, _ := h.Check(5*time.Second, ""); res != porcupine.Ok {
+		t.Fatalf("overlapping read: %v, want Ok", res)
+	}
+	// A write of unknown outcome may never have happened.
+	h.ops = []porcupine.Operation{
+		{ClientId: 0, Input: Input{Kind: Write, Key: "k", Value: "a"}, Call: 0, Output: Output{Outcome: Unknown}, Return: 1 << 62},
+		{ClientId: 1, Input: Input{Kind: Read, Key: "k"}, Call: 20, Output: Output{Value: ""}, Return: 30},
+		{ClientId: 1, Input: Input{Kind: Read, Key: "k"}, Call: 40, Output: Output{Value: "a"}, Return: 50},
+	}
+	if res, _ := h.Check(5*time.Second, ""); res != porcupine.Ok {
+		t.Fatalf("unknown write seen late: %v, want Ok", res)
+	}
+}
