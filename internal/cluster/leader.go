@@ -122,3 +122,13 @@ func (c *Cluster) Leader() (id, peerAddr string) {
 	addr, sid := c.raft.LeaderWithID()
 	return string(sid), string(addr)
 }
+
+// WaitInvalidationReady blocks, on the leader, until leases granted by
+// earlier leaders have expired (ErrNoLeader on a follower).
+func (c *Cluster) WaitInvalidationReady(ctx context.Context) error {
+	return c.waitInvalidationReady(ctx)
+}
+
+// LeasedExcept returns, on the leader, the nodes holding a lease from this
+// leader, less those in keep.
+func (c *Cluster) LeasedExcept(keep []string) []string { return c.leasedExcept(keep) }

@@ -64,6 +64,12 @@ func (c *Cluster) reconcile(ctx context.Context, deadSince map[string]time.Time)
 		}
 		switch p.state {
 		case GossipAlive, GossipSuspect:
+			if known && n.State == meta.NodeLeft && !p.since.After(n.Since) {
+				// It left after gossip last saw it come up: its departure
+				// is still on its way through gossip. Only a later
+				// rejoin brings it back.
+				continue
+			}
 			if !known || n.State != meta.NodeActive || n.PeerAddr != p.addr || n.HTTPAddr != p.meta.HTTP {
 				info := &meta.Node{ID: id, PeerAddr: p.addr, HTTPAddr: p.meta.HTTP, State: meta.NodeActive, Since: time.Now().UTC()}
 				if _, err := c.applyLocal(ctx, meta.Command{Kind: meta.KindNodeUpsert, Info: info}); err != nil {

@@ -18,8 +18,8 @@ func (s *Service) handleDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cur := s.fsm.File(wr.path)
-	if v, ok := cur.IdemVersion(wr.idem); ok && cur.Version == v && cur.Deleted {
-		w.WriteHeader(http.StatusNoContent)
+	if _, ok := s.idemDone(meta.KindDelete, wr.path, wr.idem); ok {
+		w.WriteHeader(http.StatusNoContent) // a retry of a delete that succeeded
 		return
 	}
 	if cur != nil && cur.Holder != "" && cur.Holder != s.self && s.cl.Alive(cur.Holder) {
@@ -41,7 +41,7 @@ func (s *Service) handleDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if res.Err != nil {
-		s.stateError(w, res.Err)
+		s.stateError(w, r, wr.path, res.Err)
 		return
 	}
 	s.metrics.deletes.Inc()

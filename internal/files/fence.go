@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -104,6 +105,22 @@ func (s *Service) Barrier(ctx context.Context, r *meta.Result) error {
 		if err != nil {
 			return err
 		}
+	}
+	return s.settle(ctx, r.File)
+}
+
+// settle makes a pending version visible, once no node can answer for the
+// previous state any more (run on the leader, after the barrier).
+func (s *Service) settle(ctx context.Context, f *meta.File) error {
+	if f == nil || !f.Pending {
+		return nil
+	}
+	res, err := s.cl.Apply(ctx, meta.Command{Kind: meta.KindSettle, Path: f.Path, Version: f.Version})
+	if err != nil {
+		return fmt.Errorf("settle %s: %w", f.Path, err)
+	}
+	if res.Err != nil && !errors.Is(res.Err, meta.ErrStale) {
+		return fmt.Errorf("settle %s: %w", f.Path, res.Err)
 	}
 	return nil
 }

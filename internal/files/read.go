@@ -42,6 +42,14 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 	}
 	o := parseReadOpts(r)
 	f := s.fsm.File(p)
+	if f != nil && f.Pending && !s.cfg.UnsafeReads {
+		// No node answers for a version until the leader has fenced every
+		// node that could still answer for the one before.
+		if f = s.awaitSettled(r.Context(), p); f != nil && f.Pending {
+			pendingError(w)
+			return
+		}
+	}
 	fc, fenced := s.fences.check(p, s.fsm.Applied())
 	leased := s.cl.HasReadLease()
 	if s.cfg.UnsafeReads && f.Exists() && s.serveLocal(w, r, f) {

@@ -22,6 +22,9 @@ type Cluster interface {
 	Apply(ctx context.Context, cmd meta.Command) (*meta.Result, error)
 	HasReadLease() bool
 	LeaseDeadline(node string) (time.Time, bool)
+	IsLeader() bool
+	WaitInvalidationReady(ctx context.Context) error
+	LeasedExcept(keep []string) []string
 	Alive(id string) bool
 	PeerClient() *http.Client
 	CatchUp(ctx context.Context) error
@@ -37,6 +40,9 @@ type Config struct {
 	Fetchers int
 	// WriteTimeout bounds the cluster round trips of one write.
 	WriteTimeout time.Duration
+	// SettleWait bounds how long a read waits for a version being made
+	// visible (pending) before answering 503.
+	SettleWait time.Duration
 	// UnsafeReads serves any local copy without the protocol's checks.
 	// Tests only: the broken variant the linearizability checker must catch.
 	UnsafeReads bool
@@ -46,7 +52,7 @@ type Config struct {
 
 // DefaultConfig returns production defaults.
 func DefaultConfig() Config {
-	return Config{MaxBody: 5 << 30, MaxHops: 8, Fetchers: 4, WriteTimeout: 30 * time.Second}
+	return Config{MaxBody: 5 << 30, MaxHops: 8, Fetchers: 4, WriteTimeout: 30 * time.Second, SettleWait: 3 * time.Second}
 }
 
 // Service is the file service of one node. It owns the invalidation fences,
@@ -84,6 +90,9 @@ func New(cfg Config, cl Cluster, st *store.Store) *Service {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = def.WriteTimeout
 	}
+	if cfg.SettleWait <= 0 {
+		cfg.SettleWait = def.SettleWait
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -100,9 +109,10 @@ func New(cfg Config, cl Cluster, st *store.Store) *Service {
 func (s *Service) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go func() { defer s.wg.Done(); s.replicateLoop(ctx) }()
 	go func() { defer s.wg.Done(); s.resumer.loop(ctx) }()
+	go func() { defer s.wg.Done(); s.settleLoop(ctx) }()
 }
 
 // Close stops the background work and waits for it.

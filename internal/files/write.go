@@ -76,8 +76,8 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cur := s.fsm.File(wr.path)
-	if v, ok := cur.IdemVersion(wr.idem); ok && cur.Version == v && !cur.Deleted {
-		api.JSON(w, http.StatusOK, infoOf(cur)) // a retry of a write that succeeded
+	if v, ok := s.idemDone(meta.KindCommit, wr.path, wr.idem); ok {
+		s.writeDuplicate(w, cur, v) // a retry of a write that succeeded
 		return
 	}
 	// Decide where the write goes before reading any of the body, so a
@@ -98,7 +98,7 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if grant.Err != nil {
-		s.stateError(w, grant.Err)
+		s.stateError(w, r, wr.path, grant.Err)
 		return
 	}
 	defer s.resumer.end(wr.path, grant.File.Grant)
@@ -113,7 +113,7 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request) {
 	// others already see; the state machine checks again at commit anyway.
 	if err := wr.cond.Check(grant.File); err != nil && !heldBefore {
 		release()
-		api.Error(w, http.StatusPreconditionFailed, api.CodePrecondition, err.Error())
+		s.stateError(w, r, wr.path, err)
 		return
 	}
 	blob, err := s.receive(w, r, wr.path)
@@ -140,7 +140,12 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request) {
 	}
 	if res.Err != nil {
 		s.st.Remove(wr.path, blob.ID)
-		s.stateError(w, res.Err)
+		s.stateError(w, r, wr.path, res.Err)
+		return
+	}
+	if res.Duplicate {
+		s.st.Remove(wr.path, blob.ID)
+		s.writeDuplicate(w, res.File, res.Version)
 		return
 	}
 	s.metrics.writes.Inc()
@@ -152,6 +157,28 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("ETag", res.File.ETag())
 	api.JSON(w, status, infoOf(res.File))
+}
+
+// idemDone reports whether a write with this idempotency key to path was
+// already applied, and the version it produced.
+func (s *Service) idemDone(kind meta.Kind, path, key string) (uint64, bool) {
+	var rec meta.IdemRecord
+	var ok bool
+	s.fsm.Read(func(st *meta.State) { rec, ok = st.Idem(key) })
+	return rec.Version, ok && rec.Path == path && rec.Kind == kind
+}
+
+// writeDuplicate answers a retried write with the outcome of the first
+// attempt: the version it produced (the file may have changed since).
+func (s *Service) writeDuplicate(w http.ResponseWriter, cur *meta.File, version uint64) {
+	info := FileInfo{Version: version, ETag: meta.ETagOf(version)}
+	if cur != nil && cur.Version == version {
+		info = infoOf(cur)
+	} else if cur != nil {
+		info.Path = cur.Path
+	}
+	w.Header().Set("ETag", info.ETag)
+	api.JSON(w, http.StatusOK, info)
 }
 
 // takeRight returns the write right of cur's path for this node, marked
@@ -228,7 +255,15 @@ func (s *Service) clusterError(w http.ResponseWriter, what string, err error) {
 }
 
 // stateError answers a refusal of the state machine.
-func (s *Service) stateError(w http.ResponseWriter, err error) {
+func (s *Service) stateError(w http.ResponseWriter, r *http.Request, path string, err error) {
+	if errors.Is(err, meta.ErrPrecondition) || errors.Is(err, meta.ErrNotFound) {
+		// The refusal reveals the current version: answer only once it is
+		// visible everywhere, or a reader could still be given the old one.
+		if f := s.awaitSettled(r.Context(), path); f != nil && f.Pending {
+			pendingError(w)
+			return
+		}
+	}
 	switch {
 	case errors.Is(err, meta.ErrPrecondition):
 		api.Error(w, http.StatusPreconditionFailed, api.CodePrecondition, err.Error())

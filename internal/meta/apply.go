@@ -14,12 +14,16 @@ func (s *State) Apply(idx uint64, c Command) *Result {
 		r.File, r.Err = s.acquire(idx, c)
 	case KindCommit:
 		r.File, r.Invalidated, r.Duplicate, r.Err = s.commit(idx, c)
+		r.Version = s.idemVersion(c.Idem, idx, r)
 	case KindRelease:
 		r.File, r.Err = s.release(c)
 	case KindReplica:
 		r.File, r.Err = s.replica(c)
 	case KindDelete:
 		r.File, r.Invalidated, r.Duplicate, r.Err = s.delete(idx, c)
+		r.Version = s.idemVersion(c.Idem, idx, r)
+	case KindSettle:
+		r.File, r.Err = s.settle(c)
 	case KindSetConfig:
 		r.Err = s.setConfig(c)
 	case KindNodeUpsert:
@@ -30,6 +34,19 @@ func (s *State) Apply(idx uint64, c Command) *Result {
 		r.Err = fmt.Errorf("%w: unknown kind %q", ErrBadCommand, c.Kind)
 	}
 	return r
+}
+
+// idemVersion is the version a commit or delete produced: this index, or
+// the first attempt's for a duplicate.
+func (s *State) idemVersion(key string, idx uint64, r *Result) uint64 {
+	if r.Duplicate {
+		rec, _ := s.Idem(key)
+		return rec.Version
+	}
+	if r.Err != nil {
+		return 0
+	}
+	return idx
 }
 
 // fileOrNew returns a private copy of path's record to modify.
@@ -61,11 +78,13 @@ func (s *State) acquire(idx uint64, c Command) (*File, error) {
 
 func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 	cur := s.File(c.Path)
+	if s.retryOf(c) {
+		// A retry of a commit already applied (its answer was lost): the
+		// same outcome, even if the right or the file changed since.
+		return cur, nil, true, nil
+	}
 	if cur == nil || cur.Holder == "" || cur.Holder != c.Node || cur.Grant != c.Grant {
 		return cur, nil, false, fmt.Errorf("%w: %s on %s (grant %d)", ErrNotHolder, c.Node, c.Path, c.Grant)
-	}
-	if v, ok := cur.IdemVersion(c.Idem); ok && v == cur.Version && !cur.Deleted {
-		return cur, nil, true, nil
 	}
 	if err := c.Cond.Check(cur); err != nil {
 		return cur, nil, false, err
@@ -80,17 +99,20 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 	}
 	slices.Sort(f.Valid)
 	f.Valid = slices.Compact(f.Valid)
-	f.rememberIdem(c.Idem, idx)
-	s.put(f)
+	s.rememberIdem(IdemRecord{Key: c.Idem, Kind: c.Kind, Path: c.Path, Version: idx})
 	// Every node that could answer for the old version from its own state
-	// must stop before the write is acknowledged: the old valid copies
+	// must stop before anyone answers for the new one: the old valid copies
 	// (also those that stay valid, whose state may lag), or, for a
-	// creation, every node (they answered "not found").
+	// creation, every node (they answered "not found"). Until then the
+	// version is pending.
 	before := cur.Valid
 	if !cur.Exists() {
 		before = s.ActiveNodes()
 	}
-	return f, without(before, c.Node), false, nil
+	inv := without(before, c.Node)
+	f.Pending = len(inv) > 0
+	s.put(f)
+	return f, inv, false, nil
 }
 
 func (s *State) release(c Command) (*File, error) {
@@ -127,8 +149,8 @@ func (s *State) replica(c Command) (*File, error) {
 
 func (s *State) delete(idx uint64, c Command) (*File, []string, bool, error) {
 	cur := s.File(c.Path)
-	if v, ok := cur.IdemVersion(c.Idem); ok && cur.Version == v && cur.Deleted {
-		return cur, nil, true, nil
+	if s.retryOf(c) {
+		return cur, nil, true, nil // a retry of a delete already applied
 	}
 	if !cur.Exists() {
 		return cur, nil, false, fmt.Errorf("%w: %s", ErrNotFound, c.Path)
@@ -143,9 +165,27 @@ func (s *State) delete(idx uint64, c Command) (*File, []string, bool, error) {
 	f.Version, f.Deleted, f.Modified = idx, true, c.Time
 	f.BlobID, f.Size, f.Sum = "", 0, ""
 	f.Holder, f.Grant, f.Valid = "", 0, nil
-	f.rememberIdem(c.Idem, idx)
+	s.rememberIdem(IdemRecord{Key: c.Idem, Kind: c.Kind, Path: c.Path, Version: idx})
+	inv := without(cur.Valid, c.Node)
+	f.Pending = len(inv) > 0
 	s.put(f)
-	return f, without(cur.Valid, c.Node), false, nil
+	return f, inv, false, nil
+}
+
+// settle ends a version's pending state once the leader has fenced every
+// node that could still answer for the previous one.
+func (s *State) settle(c Command) (*File, error) {
+	cur := s.File(c.Path)
+	if cur == nil || cur.Version != c.Version {
+		return cur, fmt.Errorf("%w: %s is not at version %d", ErrStale, c.Path, c.Version)
+	}
+	if !cur.Pending {
+		return cur, nil
+	}
+	f := cur.clone()
+	f.Pending = false
+	s.put(f)
+	return f, nil
 }
 
 func (s *State) setConfig(c Command) error {

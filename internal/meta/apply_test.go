@@ -212,12 +212,18 @@ func TestCommit(t *testing.T) {
 			h.must(c)
 			return c
 		}, nil, []string{"a"}, nil, true},
-		{"old idem key after a newer write is not a duplicate", func(h *metaHarness) Command {
+		{"retry after a newer write is still a duplicate", func(h *metaHarness) Command {
 			g := h.acquire("x", "a")
 			h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Idem: "key1"})
 			h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Idem: "key2"})
 			return Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Idem: "key1"}
-		}, nil, []string{"a"}, []string{}, false},
+		}, nil, []string{"a"}, nil, true},
+		{"retry after the right was taken over is a duplicate, not a refusal", func(h *metaHarness) Command {
+			g := h.acquire("x", "a")
+			h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Idem: "key1"})
+			h.must(Command{Kind: KindAcquire, Path: "x", Node: "b", Force: true})
+			return Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Idem: "key1"}
+		}, nil, []string{"a"}, nil, true},
 		{"second commit under one grant", func(h *metaHarness) Command {
 			g := h.acquire("x", "a")
 			h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Standby: []string{"b"}})
@@ -276,8 +282,8 @@ func TestCommit(t *testing.T) {
 			if after.ETag() != ETagOf(h.idx) {
 				t.Fatalf("ETag = %s", after.ETag())
 			}
-			if c.Idem != "" && !slices.Contains(after.Idem, IdemEntry{Key: c.Idem, Version: h.idx}) {
-				t.Fatalf("Idem = %v, key %s at %d not remembered", after.Idem, c.Idem, h.idx)
+			if rec, ok := h.s.Idem(c.Idem); c.Idem != "" && (!ok || rec.Version != h.idx || rec.Path != c.Path) {
+				t.Fatalf("Idem(%s) = %+v, %v; want version %d", c.Idem, rec, ok, h.idx)
 			}
 			checkCounts(t, h.s)
 		})
@@ -334,61 +340,38 @@ func TestCommitValidAndInvalidatedExhaustive(t *testing.T) {
 	}
 }
 
-func TestCommitRemembersLastEightIdemKeys(t *testing.T) {
+func TestIdemRecordsBoundedOldestForgotten(t *testing.T) {
 	h := newHarness(t, "a")
 	g := h.acquire("x", "a")
-	versions := map[string]uint64{}
-	for i := 1; i <= 12; i++ {
-		k := fmt.Sprintf("k%d", i)
-		versions[k] = h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Idem: k}).File.Version
+	const extra = 10
+	for i := 1; i <= MaxIdem+extra; i++ {
+		h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Idem: fmt.Sprintf("k%d", i)})
 	}
-	// A commit without a key does not push keys out.
-	h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g})
-	f := h.s.File("x")
-	if len(f.Idem) != maxIdem {
-		t.Fatalf("len(Idem) = %d, want %d", len(f.Idem), maxIdem)
+	h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g}) // no key: nothing pushed out
+	for _, tc := range []struct {
+		i    int
+		want bool
+	}{{1, false}, {extra, false}, {extra + 1, true}, {MaxIdem + extra, true}} {
+		if _, ok := h.s.Idem(fmt.Sprintf("k%d", tc.i)); ok != tc.want {
+			t.Errorf("key k%d remembered = %v, want %v", tc.i, ok, tc.want)
+		}
 	}
-	for i := 1; i <= 12; i++ {
-		k := fmt.Sprintf("k%d", i)
-		t.Run(k, func(t *testing.T) {
-			v, ok := f.IdemVersion(k)
-			if wantOK := i > 12-maxIdem; ok != wantOK {
-				t.Fatalf("IdemVersion(%s) remembered = %v, want %v", k, ok, wantOK)
-			}
-			if ok && v != versions[k] {
-				t.Fatalf("IdemVersion(%s) = %d, want %d", k, v, versions[k])
-			}
-		})
-	}
-	if _, ok := f.IdemVersion(""); ok {
+	if _, ok := h.s.Idem(""); ok {
 		t.Fatal("empty key must never match")
-	}
-	var nilFile *File
-	if _, ok := nilFile.IdemVersion("k12"); ok {
-		t.Fatal("nil file IdemVersion matched")
 	}
 }
 
-// A key can be presented again after another write moved the file on (a
-// retry after an unknown outcome). The state machine then writes again
-// and remembers the key with the new version; a further retry of that
-// write must be recognised as a duplicate.
-func TestIdemKeyReusedRemembersLatest(t *testing.T) {
+// A key names one write: presented again after other writes moved the
+// file on (a retry after an unknown outcome), it is recognised as the same
+// write and answered with the version it produced, not applied again.
+func TestIdemKeyReusedIsDuplicateOfFirst(t *testing.T) {
 	h := newHarness(t, "a", "b")
 	g := h.acquire("x", "a")
-	h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Idem: "k"})
-	h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Idem: "other"})
+	v1 := h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Idem: "k"}).File.Version
+	v2 := h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Idem: "other"}).File.Version
 	r := h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Idem: "k"})
-	if r.Duplicate {
-		t.Fatal("key of a superseded version treated as duplicate")
-	}
-	v3 := r.File.Version
-	r = h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Idem: "k"})
-	if !r.Duplicate || h.s.File("x").Version != v3 {
-		v, _ := h.s.File("x").IdemVersion("k")
-		t.Skip(fmt.Sprintf("bug: file.go rememberIdem appends a second entry for a key already in File.Idem and "+
-			"IdemVersion returns the oldest one (%d, not %d): the retry of the latest write with that key "+
-			"is applied again (Duplicate=%v, version now %d)", v, v3, r.Duplicate, h.s.File("x").Version))
+	if !r.Duplicate || r.Version != v1 || h.s.File("x").Version != v2 {
+		t.Fatalf("retry: dup=%v version=%d file at %d; want duplicate of %d, file still at %d", r.Duplicate, r.Version, h.s.File("x").Version, v1, v2)
 	}
 }
 

@@ -37,6 +37,7 @@ const (
 	KindRelease    Kind = "release"
 	KindReplica    Kind = "replica"
 	KindDelete     Kind = "delete"
+	KindSettle     Kind = "settle"
 	KindSetConfig  Kind = "set_config"
 	KindNodeUpsert Kind = "node_upsert"
 	KindNodeRemove Kind = "node_remove"
@@ -110,8 +111,10 @@ type Result struct {
 	// The leader must make that effective (acknowledgement or lease
 	// expiry) before answering the proposer.
 	Invalidated []string `json:"invalidated,omitempty"`
-	// Duplicate is set when an idempotency key matched an earlier write.
-	Duplicate bool `json:"duplicate,omitempty"`
+	// Duplicate is set when an idempotency key matched an earlier write;
+	// Version is then the version that write produced.
+	Duplicate bool   `json:"duplicate,omitempty"`
+	Version   uint64 `json:"version,omitempty"`
 	// Err is the state machine's decision when the command was refused.
 	Err error `json:"-"`
 	// ErrMsg carries Err across the wire; see Error().

@@ -20,6 +20,10 @@ type File struct {
 	Sum      string    `json:"sha256,omitempty"`
 	Modified time.Time `json:"modified"`
 	Deleted  bool      `json:"deleted,omitempty"`
+	// Pending is set from a Commit or Delete until its Settle: the leader
+	// has not yet made sure that no node still answers for the previous
+	// state, so no node may answer for this one either (reads wait).
+	Pending bool `json:"pending,omitempty"`
 	// Holder is the node holding the exclusive write right; empty when the
 	// file is replicated (not suspended).
 	Holder string `json:"holder,omitempty"`
@@ -28,18 +32,7 @@ type File struct {
 	Grant uint64 `json:"grant,omitempty"`
 	// Valid lists, sorted, the nodes holding a verified copy of Version.
 	Valid []string `json:"valid,omitempty"`
-	// Idem maps recent idempotency keys to the version they produced.
-	Idem []IdemEntry `json:"idem,omitempty"`
 }
-
-// IdemEntry remembers the outcome of one idempotent write.
-type IdemEntry struct {
-	Key     string `json:"key"`
-	Version uint64 `json:"version"`
-}
-
-// maxIdem bounds the idempotency keys remembered per path.
-const maxIdem = 8
 
 // Suspended reports whether a node holds the file's write right, which
 // suspends its replication.
@@ -57,35 +50,10 @@ func (f *File) IsValidOn(node string) bool {
 // ETag is the entity tag of the current version.
 func (f *File) ETag() string { return ETagOf(f.Version) }
 
-// IdemVersion returns the version an idempotency key produced, if remembered.
-func (f *File) IdemVersion(key string) (uint64, bool) {
-	if f == nil || key == "" {
-		return 0, false
-	}
-	for _, e := range f.Idem {
-		if e.Key == key {
-			return e.Version, true
-		}
-	}
-	return 0, false
-}
-
 func (f *File) clone() *File {
 	c := *f
 	c.Valid = slices.Clone(f.Valid)
-	c.Idem = slices.Clone(f.Idem)
 	return &c
-}
-
-func (f *File) rememberIdem(key string, version uint64) {
-	if key == "" {
-		return
-	}
-	f.Idem = slices.DeleteFunc(f.Idem, func(e IdemEntry) bool { return e.Key == key })
-	f.Idem = append(f.Idem, IdemEntry{Key: key, Version: version})
-	if len(f.Idem) > maxIdem {
-		f.Idem = f.Idem[len(f.Idem)-maxIdem:]
-	}
 }
 
 // ETagOf formats a version as a quoted entity tag.

@@ -131,6 +131,7 @@ type snapshotData struct {
 	Files   []*File           `json:"files"`
 	Nodes   []Node            `json:"nodes"`
 	Config  map[string]string `json:"config"`
+	Idem    []IdemRecord      `json:"idem"`
 }
 
 // Snapshot implements raft.FSM. Records are immutable, so copying the
@@ -142,6 +143,7 @@ func (m *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	for k, v := range m.state.config {
 		d.Config[k] = v
 	}
+	d.Idem = m.state.idemRecords()
 	d.Files = make([]*File, 0, m.state.files.Len())
 	m.state.files.Ascend(func(f *File) bool {
 		d.Files = append(d.Files, f)
@@ -179,6 +181,9 @@ func (m *FSM) Restore(rc io.ReadCloser) error {
 	}
 	for k, v := range d.Config {
 		s.config[k] = v
+	}
+	for _, r := range d.Idem {
+		s.rememberIdem(r)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -356,9 +356,6 @@ func normFile(t *testing.T, f *File) File {
 	if len(c.Valid) == 0 {
 		c.Valid = nil
 	}
-	if len(c.Idem) == 0 {
-		c.Idem = nil
-	}
 	c.Modified = c.Modified.UTC()
 	return c
 }

@@ -14,8 +14,11 @@ type State struct {
 	files  *btree.BTreeG[*File]
 	nodes  map[string]*Node
 	config map[string]string
+	// idem and idemOrder: recent idempotency keys (idem.go).
+	idem      map[string]IdemRecord
+	idemOrder []string
 	// counts kept up to date by put.
-	live, suspended int
+	live, suspended, pending int
 }
 
 func lessFile(a, b *File) bool { return a.Path < b.Path }
@@ -26,6 +29,7 @@ func NewState() *State {
 		files:  btree.NewG(32, lessFile),
 		nodes:  map[string]*Node{},
 		config: map[string]string{},
+		idem:   map[string]IdemRecord{},
 	}
 }
 
@@ -49,7 +53,13 @@ func (s *State) count(f *File, d int) {
 	if f.Suspended() {
 		s.suspended += d
 	}
+	if f.Pending {
+		s.pending += d
+	}
 }
+
+// Pending returns the number of versions not yet settled.
+func (s *State) Pending() int { return s.pending }
 
 // Node returns a node record, or nil.
 func (s *State) Node(id string) *Node { return s.nodes[id] }

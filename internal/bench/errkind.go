@@ -1,0 +1,52 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/mure-dev/mure/client"
+)
+
+// Error kinds other than HTTP statuses ("http_503", ...).
+const (
+	KindTransport = "transport" // connection refused, reset, EOF...
+	KindTimeout   = "timeout"   // the per-request timeout expired
+	KindCanceled  = "canceled"  // the run was interrupted (Ctrl-C)
+	KindNoData    = "no_data"   // nothing to read: every write of the client failed
+	KindLength    = "length"    // a read returned the wrong number of bytes
+)
+
+// errNoData: a read has no file to read.
+var errNoData = errors.New("no file to read: the writes failed")
+
+// LengthError is the error of a read that did not return the expected size.
+type LengthError struct {
+	Path      string
+	Got, Want int64
+}
+
+func (e *LengthError) Error() string {
+	return fmt.Sprintf("%s: read %d bytes, want %d", e.Path, e.Got, e.Want)
+}
+
+// ErrorKind classifies the error of a request: "http_<status>" for an error
+// answer of a node, or one of the Kind constants.
+func ErrorKind(err error) string {
+	var ae *client.APIError
+	var le *LengthError
+	switch {
+	case errors.As(err, &ae):
+		return "http_" + strconv.Itoa(ae.Status)
+	case errors.As(err, &le):
+		return KindLength
+	case errors.Is(err, errNoData):
+		return KindNoData
+	case errors.Is(err, context.DeadlineExceeded):
+		return KindTimeout
+	case errors.Is(err, context.Canceled):
+		return KindCanceled
+	}
+	return KindTransport
+}

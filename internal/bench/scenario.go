@@ -1,0 +1,130 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Params are the parameters of a scenario. Zero values take the scenario's
+// defaults; a scenario rejects a parameter it does not use (see
+// Scenario.Uses).
+type Params struct {
+	Nodes   []string // client API addresses, host:port
+	Token   string
+	Clients int      // concurrent logical clients
+	Files   int      // files per set
+	Sizes   []int64  // file sizes
+	Ops     []string // "read", "write"
+	Sets    []string // "own", "common"
+	Reps    int      // runs per configuration
+	Load    Load
+	Label   string    // free text recorded in the report
+	Prefix  string    // first path segment of the files written (default "bench")
+	Status  io.Writer // progress and setup lines (a terminal), nil: silent
+}
+
+// Load shapes and bounds every measured run of a scenario (see Config).
+type Load struct {
+	Count          int64
+	Duration       time.Duration
+	Rate           float64
+	MaxOutstanding int
+	Warmup         time.Duration
+	Timeout        time.Duration
+}
+
+// Scenario is a named benchmark.
+type Scenario struct {
+	Name, Summary string
+	// Uses lists the optional parameters the scenario reads, by flag name:
+	// "files", "sizes", "op", "sets". Nodes, clients, reps and the load are
+	// used by all.
+	Uses []string
+	Run  func(ctx context.Context, p Params) (*Report, error)
+}
+
+var scenarios = []Scenario{
+	{
+		Name:    "replicated-io",
+		Summary: "paper 000: clients read or write sets of files of each size; MB/s",
+		Uses:    []string{"files", "sizes", "op", "sets"},
+		Run:     RunReplicatedIO,
+	},
+	{
+		Name:    "small-ops",
+		Summary: "PUT then GET of new small files by 16 clients; ops/s (SeaweedFS's benchmark)",
+		Uses:    []string{"sizes"},
+		Run:     RunSmallOps,
+	},
+}
+
+// Scenarios returns the scenarios, sorted by name.
+func Scenarios() []Scenario { return slices.Clone(scenarios) }
+
+// Lookup returns the scenario called name.
+func Lookup(name string) (Scenario, bool) {
+	for _, s := range scenarios {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+// config returns the runner configuration of one run.
+func (p *Params) config(name string) Config {
+	l := p.Load
+	return Config{
+		Clients: p.Clients, Rate: l.Rate, MaxOutstanding: l.MaxOutstanding,
+		Count: l.Count, Duration: l.Duration, Warmup: l.Warmup, Timeout: l.Timeout,
+		Progress: p.Status, Name: name,
+	}
+}
+
+// check validates the parameters common to every scenario, after defaults.
+func (p *Params) check() error {
+	if len(p.Nodes) == 0 {
+		return fmt.Errorf("no node")
+	}
+	for _, n := range p.Nodes {
+		if strings.TrimSpace(n) == "" {
+			return fmt.Errorf("empty node address in %q", p.Nodes)
+		}
+	}
+	if p.Reps < 1 {
+		return fmt.Errorf("reps must be at least 1 (got %d)", p.Reps)
+	}
+	if p.Prefix == "" || strings.Contains(p.Prefix, "/") {
+		return fmt.Errorf("bad prefix %q: one path segment", p.Prefix)
+	}
+	cfg := p.config("")
+	return cfg.Validate()
+}
+
+// oneOf checks that every value of list is among allowed and that there is
+// no duplicate.
+func oneOf(what string, list, allowed []string) error {
+	if len(list) == 0 {
+		return fmt.Errorf("no %s", what)
+	}
+	for i, v := range list {
+		if !slices.Contains(allowed, v) {
+			return fmt.Errorf("bad %s %q: want %s", what, v, strings.Join(allowed, " or "))
+		}
+		if slices.Contains(list[:i], v) {
+			return fmt.Errorf("%s %q given twice", what, v)
+		}
+	}
+	return nil
+}
+
+// status shows a setup step on the status writer.
+func (p *Params) status(format string, a ...any) {
+	if p.Status != nil {
+		fmt.Fprintf(p.Status, "\r"+format+"\x1b[K", a...)
+	}
+}
