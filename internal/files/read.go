@@ -41,6 +41,11 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := parseReadOpts(r)
+	// Fence and lease first, the record after: the record is then at least
+	// as new as the state they were judged on (a record read earlier could
+	// predate the very write the fence is about).
+	fc, fenced := s.fences.check(p, s.fsm.Applied())
+	leased := s.cl.HasReadLease()
 	f := s.fsm.File(p)
 	if f != nil && f.Pending && !s.cfg.UnsafeReads {
 		// No node answers for a version until the leader has fenced every
@@ -50,8 +55,6 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	fc, fenced := s.fences.check(p, s.fsm.Applied())
-	leased := s.cl.HasReadLease()
 	if s.cfg.UnsafeReads && f.Exists() && s.serveLocal(w, r, f) {
 		return
 	}
