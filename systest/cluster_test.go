@@ -3,6 +3,7 @@ package systest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -219,4 +220,72 @@ func waitValidEverywhere(t *testing.T, c *testcluster.Cluster, path string) {
 		}
 		return true
 	})
+}
+
+// TestSelfHealingAfterNodeDeath: with k = 2 on 4 nodes, a node that dies
+// (and is not removed) is recorded as failed after the grace period, and
+// the files it held get a second copy elsewhere; when it returns it serves
+// no stale version and no deleted file.
+func TestSelfHealingAfterNodeDeath(t *testing.T) {
+	c := testcluster.Start(t, 4)
+	ctx := ctxT(t)
+	for k, v := range map[string]string{"replication": "2", "resume": "immediate"} {
+		if _, err := c.Client(0).SetConfig(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var paths []string
+	for i := 0; i < 12; i++ {
+		p := fmt.Sprintf("heal/%02d", i)
+		paths = append(paths, p)
+		put(t, c.Client(0), p, "v1-"+p)
+	}
+	under := func(i int) int { return c.Nodes[i].Status().Files.UnderReplicated }
+	testcluster.WaitFor(t, 20*time.Second, "every file at two copies", func() bool { return under(0) == 0 })
+
+	// The victim: a node (not node 0, the writer) that holds copies.
+	victim := -1
+	fsm := c.Nodes[0].Cluster().FSM()
+	for _, i := range []int{1, 2, 3} {
+		for _, p := range paths {
+			if fsm.File(p).IsValidOn(c.Nodes[i].ID()) {
+				victim = i
+			}
+		}
+	}
+	if victim < 0 {
+		t.Fatal("no node besides the writer holds a copy")
+	}
+	victimID := c.Nodes[victim].ID()
+	c.Stop(victim)
+	start := time.Now()
+	testcluster.WaitFor(t, 30*time.Second, "the dead node recorded as failed and every file back at two copies", func() bool {
+		st := c.Nodes[0].Status()
+		failed := false
+		for _, m := range st.Members {
+			failed = failed || m.ID == victimID && m.State == "failed"
+		}
+		return failed && st.Files.UnderReplicated == 0
+	})
+	t.Logf("healed %d files in %v after the node died (failure grace %v)", len(paths), time.Since(start).Round(10*time.Millisecond), cluster.FastTiming().FailedAfter)
+
+	// While it is away: one file changes, one is deleted.
+	put(t, c.Client(0), paths[0], "v2")
+	if err := c.Client(0).Delete(ctx, paths[1], nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Restart(victim)
+	c.WaitReady(victim)
+	testcluster.WaitFor(t, 20*time.Second, "the returning node active again", func() bool {
+		for _, m := range c.Nodes[0].Status().Members {
+			if m.ID == victimID {
+				return m.State == "active"
+			}
+		}
+		return false
+	})
+	mustGet(t, c.Client(victim), paths[0], "v2")
+	if _, err := get(t, c.Client(victim), paths[1]); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("deleted file through the returning node: %v, want not found", err)
+	}
 }

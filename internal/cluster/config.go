@@ -55,6 +55,12 @@ type Timing struct {
 	// DeadVoterGrace is how long a voter may be dead before a live
 	// non-voter replaces it.
 	DeadVoterGrace time.Duration
+	// FailedAfter is how long a node may be dead before it is recorded
+	// as failed: its copies stop counting, files below their replication
+	// factor are copied elsewhere, and its write rights are released.
+	// Shorter heals sooner but copies data for a node that was only
+	// rebooting.
+	FailedAfter time.Duration
 	// Reconcile is the period of the leader's membership reconciliation.
 	Reconcile time.Duration
 	// SnapshotThreshold is the number of log entries after which raft
@@ -69,7 +75,7 @@ func DefaultTiming() Timing {
 	return Timing{
 		RaftHeartbeat: time.Second, RaftElection: time.Second, RaftLeaderLease: 500 * time.Millisecond, RaftCommit: 50 * time.Millisecond,
 		GossipProbeInterval: time.Second, GossipProbeTimeout: 500 * time.Millisecond, GossipInterval: 200 * time.Millisecond, GossipSuspicionMult: 4,
-		ReadLease: 2 * time.Second, DeadVoterGrace: 30 * time.Second, Reconcile: time.Second,
+		ReadLease: 2 * time.Second, DeadVoterGrace: 30 * time.Second, FailedAfter: 30 * time.Second, Reconcile: time.Second,
 		SnapshotThreshold: 16384, SnapshotTrailing: 10240,
 	}
 }
@@ -80,7 +86,7 @@ func FastTiming() Timing {
 	return Timing{
 		RaftHeartbeat: 150 * time.Millisecond, RaftElection: 150 * time.Millisecond, RaftLeaderLease: 100 * time.Millisecond, RaftCommit: 10 * time.Millisecond,
 		GossipProbeInterval: 100 * time.Millisecond, GossipProbeTimeout: 50 * time.Millisecond, GossipInterval: 50 * time.Millisecond, GossipSuspicionMult: 2,
-		ReadLease: 600 * time.Millisecond, DeadVoterGrace: 2 * time.Second, Reconcile: 100 * time.Millisecond,
+		ReadLease: 600 * time.Millisecond, DeadVoterGrace: 2 * time.Second, FailedAfter: 1500 * time.Millisecond, Reconcile: 100 * time.Millisecond,
 		SnapshotThreshold: 16384, SnapshotTrailing: 10240,
 	}
 }

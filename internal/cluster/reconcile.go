@@ -97,6 +97,15 @@ func (c *Cluster) reconcile(ctx context.Context, deadSince map[string]time.Time)
 				}
 				servers[id] = raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress(p.addr), Suffrage: raft.Nonvoter}
 			}
+		case GossipDead:
+			if known && n.State == meta.NodeActive && c.cfg.Timing.FailedAfter > 0 && time.Since(p.since) > c.cfg.Timing.FailedAfter {
+				c.log.Warn("node failed", "node", id, "dead_for", time.Since(p.since).Round(time.Second))
+				info := n
+				info.State, info.Since = meta.NodeFailed, time.Now().UTC()
+				if _, err := c.applyLocal(ctx, meta.Command{Kind: meta.KindNodeUpsert, Info: &info}); err != nil {
+					return err
+				}
+			}
 		case GossipLeft:
 			if _, in := servers[id]; in && id != c.cfg.NodeID {
 				c.log.Info("removing node that left", "node", id)

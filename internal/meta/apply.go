@@ -205,7 +205,27 @@ func (s *State) nodeUpsert(c Command) error {
 	}
 	n := *c.Info
 	s.nodes[n.ID] = &n
+	if n.State == NodeFailed {
+		// Rights held by a failed node are released, so that replication
+		// of its last versions resumes from their standby copies.
+		s.releaseRightsOf(n.ID)
+	}
 	return nil
+}
+
+func (s *State) releaseRightsOf(node string) {
+	var held []*File
+	s.files.Ascend(func(f *File) bool {
+		if f.Holder == node {
+			held = append(held, f)
+		}
+		return true
+	})
+	for _, cur := range held {
+		f := cur.clone()
+		f.Holder, f.Grant = "", 0
+		s.put(f)
+	}
 }
 
 // nodeRemove marks a node removed and drops it from every file: its copies

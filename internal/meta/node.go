@@ -9,6 +9,7 @@ type NodeState string
 // Node states.
 const (
 	NodeActive  NodeState = "active"
+	NodeFailed  NodeState = "failed"  // dead for longer than the failure grace: its copies do not count until it returns
 	NodeLeft    NodeState = "left"    // left gracefully; may come back
 	NodeRemoved NodeState = "removed" // removed for good
 )

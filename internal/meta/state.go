@@ -195,3 +195,31 @@ func (s *State) Targets(f *File, replicas int) []string {
 // Walk calls fn for every record, tombstones included, in path order,
 // until fn returns false.
 func (s *State) Walk(fn func(f *File) bool) { s.files.Ascend(fn) }
+
+// UnderReplicated counts live, replicated (not suspended) files with fewer
+// valid copies on active nodes than the replication factor asks for. A
+// suspended file is where its writer wants it; it is not counted.
+func (s *State) UnderReplicated(replicas int) int {
+	active := s.ActiveNodes()
+	want := len(active)
+	if replicas > 0 && replicas < want {
+		want = replicas
+	}
+	n := 0
+	s.files.Ascend(func(f *File) bool {
+		if !f.Exists() || f.Suspended() {
+			return true
+		}
+		have := 0
+		for _, id := range f.Valid {
+			if _, ok := slices.BinarySearch(active, id); ok {
+				have++
+			}
+		}
+		if have < want {
+			n++
+		}
+		return true
+	})
+	return n
+}

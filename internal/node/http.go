@@ -109,9 +109,11 @@ type NodeInfo struct {
 
 // FilesInfo counts the catalogue and this node's replication backlog.
 type FilesInfo struct {
-	Live      int `json:"live"`
-	Suspended int `json:"suspended"`
-	Backlog   int `json:"backlog"`
+	Live            int `json:"live"`
+	Suspended       int `json:"suspended"`
+	Pending         int `json:"pending"`
+	UnderReplicated int `json:"under_replicated"`
+	Backlog         int `json:"backlog"`
 }
 
 // StoreInfo describes this node's disk use.
@@ -142,7 +144,9 @@ func (n *Node) Status() Status {
 	}
 	n.cl.FSM().Read(func(st *meta.State) {
 		s.Files.Live, s.Files.Suspended = st.Counts()
+		s.Files.Pending = st.Pending()
 		s.Config = st.Config()
+		s.Files.UnderReplicated = st.UnderReplicated(meta.ParseConfig(s.Config).Replicas)
 	})
 	s.Files.Backlog = n.files.Backlog()
 	s.Store.Blobs, s.Store.Bytes = n.st.Usage()

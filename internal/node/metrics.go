@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/meta"
 )
 
 type httpMetrics struct {
@@ -39,6 +40,11 @@ func (n *Node) registerMetrics() {
 	gauge("raft_term", "Current raft term.", stat("term"))
 	gauge("raft_applied_index", "Last raft index applied to the state machine.", stat("applied_index"))
 	gauge("raft_commit_index", "Last raft index known committed.", stat("commit_index"))
+	gauge("files_under_replicated", "Live replicated files with fewer valid copies on active nodes than the replication factor.", func() float64 {
+		var under int
+		n.cl.FSM().Read(func(st *meta.State) { under = st.UnderReplicated(meta.ParseConfig(st.Config()).Replicas) })
+		return float64(under)
+	})
 	gauge("read_lease", "1 when this node may serve reads from its local state.", func() float64 {
 		if n.cl.HasReadLease() {
 			return 1
