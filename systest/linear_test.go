@@ -70,19 +70,18 @@ func TestLinearizabilityCatchesUnsafeReads(t *testing.T) {
 			}
 			h := lincheck.NewHistory()
 			writer := client.New([]string{c.HTTPAddr(0)}, client.WithAttempts(1))
-			reader := client.New([]string{c.HTTPAddr(2)}, client.WithAttempts(1))
 			opWrite(ctx, h, 0, writer, "k", "v1")
 			// Node 2's own view must say its copy is valid and replicated.
 			testcluster.WaitFor(t, 10*time.Second, "node 2 to hold a valid copy", func() bool {
 				st, err := client.New([]string{c.HTTPAddr(2)}).FileStatus(ctx, "k")
 				return err == nil && strings.Contains(string(st), `"local_copy_valid": true`) && strings.Contains(string(st), `"replicated"`)
 			})
-			opRead(ctx, h, 1, reader, "k")
+			opRead(ctx, h, 1, c.HTTPAddr(2), "k")
 			c.Isolate(2, true)
 			opWrite(ctx, h, 0, writer, "k", "v2")
 			var seen []string
 			for i := 0; i < 5; i++ {
-				v, _, _ := opRead(ctx, h, 1, reader, "k")
+				v, _, _ := opRead(ctx, h, 1, c.HTTPAddr(2), "k")
 				seen = append(seen, v)
 			}
 			st, _ := client.New([]string{c.HTTPAddr(2)}).FileStatus(ctx, "k")
@@ -141,7 +140,7 @@ func runWithFaults(t *testing.T, seed int64, dur time.Duration) *lincheck.Histor
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			clientLoop(ctx, h, ci, cl, crng, stop)
+			clientLoop(ctx, h, ci, c.HTTPAddr(ci%3), cl, crng, stop)
 		}()
 	}
 	deadline := time.Now().Add(dur)
@@ -179,7 +178,7 @@ func runWithFaults(t *testing.T, seed int64, dur time.Duration) *lincheck.Histor
 	return h
 }
 
-func clientLoop(ctx context.Context, h *lincheck.History, id int, cl *client.Client, rng *rand.Rand, stop <-chan struct{}) {
+func clientLoop(ctx context.Context, h *lincheck.History, id int, addr string, cl *client.Client, rng *rand.Rand, stop <-chan struct{}) {
 	keys := []string{"k0", "k1", "k2"}
 	for seq := 0; ; seq++ {
 		select {
@@ -192,11 +191,11 @@ func clientLoop(ctx context.Context, h *lincheck.History, id int, cl *client.Cli
 		var ok bool
 		switch r := rng.IntN(100); {
 		case r < 45:
-			_, _, ok = opRead(ctx, h, id, cl, key)
+			_, _, ok = opRead(ctx, h, id, addr, key)
 		case r < 70:
 			ok = opWrite(ctx, h, id, cl, key, value)
 		case r < 92:
-			cur, etag, found := opRead(ctx, h, id, cl, key)
+			cur, etag, found := opRead(ctx, h, id, addr, key)
 			if found && cur != "" {
 				ok = opPut(ctx, h, id, cl, lincheck.Input{Kind: lincheck.CAS, Key: key, Value: value, Expect: cur}, &client.PutOptions{IfMatch: etag})
 			} else if found {
@@ -214,26 +213,37 @@ func clientLoop(ctx context.Context, h *lincheck.History, id int, cl *client.Cli
 const opTimeout = 3 * time.Second
 
 // opRead records a GET; found reports a definite answer (value "" = absent).
-func opRead(ctx context.Context, h *lincheck.History, id int, cl *client.Client, key string) (value, etag string, found bool) {
+// It follows redirects itself, to note which nodes answered.
+func opRead(ctx context.Context, h *lincheck.History, id int, addr, key string) (value, etag string, found bool) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	in := lincheck.Input{Kind: lincheck.Read, Key: key}
 	call := h.Now()
-	r, err := cl.Get(ctx, key, nil)
-	if err == nil {
-		var b []byte
-		b, err = io.ReadAll(r)
-		r.Close()
-		if err == nil {
-			h.Add(id, in, call, lincheck.Output{Value: string(b)})
-			return string(b), r.Info.ETag, true
+	var trail []string
+	hc := &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		trail = append(trail, req.Response.Header.Get("X-Mure-Node")+"→")
+		if len(via) >= 10 {
+			return errors.New("too many redirects")
 		}
+		return nil
+	}}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/files/"+key, nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", "", false // unknown: no information
 	}
-	if errors.Is(err, client.ErrNotFound) {
-		h.Add(id, in, call, lincheck.Output{})
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	note := strings.Join(trail, "") + resp.Header.Get("X-Mure-Node") + " " + resp.Header.Get("Etag")
+	switch {
+	case err == nil && resp.StatusCode == http.StatusOK:
+		h.AddNote(id, in, call, lincheck.Output{Value: string(b)}, note)
+		return string(b), strings.Trim(resp.Header.Get("Etag"), `"`), true
+	case err == nil && resp.StatusCode == http.StatusNotFound:
+		h.AddNote(id, in, call, lincheck.Output{}, note)
 		return "", "", true
 	}
-	return "", "", false // unknown: no information
+	return "", "", false
 }
 
 func opWrite(ctx context.Context, h *lincheck.History, id int, cl *client.Client, key, value string) bool {

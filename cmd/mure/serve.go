@@ -31,6 +31,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&keyFile, "key-file", "", "file holding the cluster key (a founding node's DATA/cluster.key); or set MURE_KEY")
 	fs.StringVar(&cfg.Token, "token", os.Getenv("MURE_TOKEN"), "require this bearer token on client API requests (default $MURE_TOKEN; empty: no token)")
 	fs.Int64Var(&cfg.MaxBody, "max-body", 5<<30, "largest file accepted, in bytes")
+	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 256, "client requests executed at once; more wait")
+	fs.IntVar(&cfg.MaxQueue, "max-queue", 1024, "client requests waiting for a slot; beyond, 503 with Retry-After")
 	fs.Int64Var(&cfg.CacheBytes, "cache", 64<<20, "memory cache for small files, in bytes (0 disables)")
 	fs.StringVar(&configFile, "config", "", "file of 'flag = value' lines (flag names as above); command-line flags win")
 	fs.StringVar(&timing, "timing", "default", "failure-detection timings: default, or fast (tests on one machine)")

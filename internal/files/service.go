@@ -70,6 +70,8 @@ type Service struct {
 	protect protected
 	resumer *resumer
 	backlog atomic.Int64
+	// nodeHeader is the X-Mure-Node value, allocated once.
+	nodeHeader []string
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -99,7 +101,8 @@ func New(cfg Config, cl Cluster, st *store.Store) *Service {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
 	}
-	s := &Service{cfg: cfg, cl: cl, fsm: cl.FSM(), st: st, log: cfg.Logger, self: cl.NodeID(), metrics: cfg.Metrics}
+	s := &Service{cfg: cfg, cl: cl, fsm: cl.FSM(), st: st, log: cfg.Logger, self: cl.NodeID(), metrics: cfg.Metrics,
+		nodeHeader: []string{cl.NodeID()}}
 	s.fences.m = map[string]fence{}
 	s.resumer = newResumer(s)
 	return s
@@ -156,6 +159,7 @@ const FilesPrefix = "/files/"
 func (s *Service) ServeFiles(w http.ResponseWriter, r *http.Request) {
 	r.Pattern = FilesPrefix
 	r.SetPathValue("path", strings.TrimPrefix(r.URL.Path, FilesPrefix))
+	w.Header()["X-Mure-Node"] = s.nodeHeader // which node answered (after redirects)
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		s.handleGet(w, r)

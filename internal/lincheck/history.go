@@ -29,6 +29,11 @@ func (h *History) Now() int64 { return int64(time.Since(h.start)) }
 // returned. Reads of unknown outcome carry no information and are dropped;
 // other operations of unknown outcome return at the end of time.
 func (h *History) Add(client int, in Input, call int64, out Output) {
+	h.AddNote(client, in, call, out, "")
+}
+
+// AddNote is Add with a note shown by Explain (e.g. which node answered).
+func (h *History) AddNote(client int, in Input, call int64, out Output, note string) {
 	ret := h.Now()
 	if out.Outcome == Unknown {
 		if in.Kind == Read {
@@ -37,7 +42,7 @@ func (h *History) Add(client int, in Input, call int64, out Output) {
 		ret = math.MaxInt64
 	}
 	h.mu.Lock()
-	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret, Metadata: note})
 	h.mu.Unlock()
 }
 
@@ -104,7 +109,7 @@ func (h *History) Explain(timeout time.Duration) string {
 			if op.Return != math.MaxInt64 {
 				ret = fmt.Sprintf("%9.1f", float64(op.Return)/1e6)
 			}
-			fmt.Fprintf(&b, "%9.1f %s c%d %s\n", float64(op.Call)/1e6, ret, op.ClientId, Model.DescribeOperation(op.Input, op.Output))
+			fmt.Fprintf(&b, "%9.1f %s c%d %s %v\n", float64(op.Call)/1e6, ret, op.ClientId, Model.DescribeOperation(op.Input, op.Output), op.Metadata)
 		}
 		return b.String()
 	}

@@ -35,6 +35,10 @@ type Config struct {
 	Token string
 	// MaxBody is the largest file accepted, in bytes.
 	MaxBody int64
+	// MaxInFlight and MaxQueue bound the client requests executing and
+	// waiting; beyond them requests get 503 with Retry-After (0: defaults
+	// of internal/admission).
+	MaxInFlight, MaxQueue int
 	// NoSync skips fsync (tests only: it voids durability).
 	NoSync bool
 	// CacheBytes bounds the memory cache of small files.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/mure-dev/mure/internal/admission"
 	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/files"
@@ -38,7 +39,12 @@ func (n *Node) clientHandler() http.Handler {
 	}
 	mux.HandleFunc("/", api.NotFound)
 	open := []string{"/healthz", "/readyz", "/metrics"}
-	return n.instrument(api.RequireToken(n.cfg.Token, open, n.route(mux)))
+	// Admission after authentication (an unauthenticated request cannot
+	// take a slot) and inside instrumentation (rejections are counted).
+	// The peer API is not limited: a client request waiting on a peer
+	// while that peer's requests wait here would deadlock.
+	lim := admission.New(admission.Config{MaxInFlight: n.cfg.MaxInFlight, MaxQueue: n.cfg.MaxQueue}, n.reg)
+	return n.instrument(api.RequireToken(n.cfg.Token, open, lim.Wrap(n.route(mux))))
 }
 
 // route sends file keys straight to the file service (no path cleaning)
