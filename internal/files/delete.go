@@ -2,7 +2,6 @@ package files
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/mure-dev/mure/internal/api"
@@ -22,7 +21,7 @@ func (s *Service) handleDelete(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent) // a retry of a delete that succeeded
 		return
 	}
-	if cur != nil && cur.Holder != "" && cur.Holder != s.self && s.cl.Alive(cur.Holder) {
+	if s.heldElsewhere(cur) {
 		s.redirect(w, r, wr.hop, cur.Holder)
 		return
 	}
@@ -36,12 +35,7 @@ func (s *Service) handleDelete(w http.ResponseWriter, r *http.Request) {
 		s.clusterError(w, "delete "+wr.path, err)
 		return
 	}
-	if errors.Is(res.Err, meta.ErrHeld) {
-		s.redirect(w, r, wr.hop, res.File.Holder)
-		return
-	}
-	if res.Err != nil {
-		s.stateError(w, r, wr.path, res.Err)
+	if s.refused(w, r, wr, res) {
 		return
 	}
 	s.metrics.deletes.Inc()

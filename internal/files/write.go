@@ -82,7 +82,7 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request) {
 	}
 	// Decide where the write goes before reading any of the body, so a
 	// client that sent Expect: 100-continue uploads only once.
-	if cur != nil && cur.Holder != "" && cur.Holder != s.self && s.cl.Alive(cur.Holder) {
+	if s.heldElsewhere(cur) {
 		s.redirect(w, r, wr.hop, cur.Holder)
 		return
 	}
@@ -93,12 +93,7 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request) {
 		s.clusterError(w, "take the write right of "+wr.path, err)
 		return
 	}
-	if errors.Is(grant.Err, meta.ErrHeld) {
-		s.redirect(w, r, wr.hop, grant.File.Holder)
-		return
-	}
-	if grant.Err != nil {
-		s.stateError(w, r, wr.path, grant.Err)
+	if s.refused(w, r, wr, grant) {
 		return
 	}
 	defer s.resumer.end(wr.path, grant.File.Grant)
@@ -157,6 +152,26 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("ETag", res.File.ETag())
 	api.JSON(w, status, infoOf(res.File))
+}
+
+// heldElsewhere reports whether another live node holds cur's write
+// right (the write goes there).
+func (s *Service) heldElsewhere(cur *meta.File) bool {
+	return cur != nil && cur.Holder != "" && cur.Holder != s.self && s.cl.Alive(cur.Holder)
+}
+
+// refused answers a refusal of the state machine — a redirect to the
+// holder for ErrHeld — and reports whether res was one.
+func (s *Service) refused(w http.ResponseWriter, r *http.Request, wr writeReq, res *meta.Result) bool {
+	switch {
+	case res.Err == nil:
+		return false
+	case errors.Is(res.Err, meta.ErrHeld):
+		s.redirect(w, r, wr.hop, res.File.Holder)
+	default:
+		s.stateError(w, r, wr.path, res.Err)
+	}
+	return true
 }
 
 // idemDone reports whether a write with this idempotency key to path was
