@@ -98,6 +98,13 @@ func DecodeCommand(b []byte) (Command, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrBadCommand, err)
 	}
+	// Times are instants: keep them in UTC. (encoding/json accepts zone
+	// offsets such as +24:00 that it then refuses to encode, go.dev/issue/54580,
+	// which would make a decoded command impossible to log or snapshot.)
+	c.Time = c.Time.UTC()
+	if c.Info != nil {
+		c.Info.Since = c.Info.Since.UTC()
+	}
 	return c, nil
 }
 
