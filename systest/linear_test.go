@@ -4,6 +4,7 @@ package systest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -175,7 +176,52 @@ func runWithFaults(t *testing.T, seed int64, dur time.Duration) *lincheck.Histor
 	close(stop)
 	wg.Wait()
 	t.Logf("faults: %s", strings.Join(log, ", "))
+	checkConverged(t, c)
 	return h
+}
+
+// checkConverged waits until every node has applied the same raft index and
+// compares their records of the test's files: the state machine must be
+// identical everywhere (a divergent node would answer from a state no other
+// node ever had).
+func checkConverged(t *testing.T, c *testcluster.ProcCluster) {
+	t.Helper()
+	ctx := procCtx(t, 30*time.Second)
+	type view struct{ Version uint64; Deleted, Pending bool; Valid []string }
+	var last map[string]string
+	converged := func() bool {
+		views := map[string]string{}
+		for i := range 3 {
+			for _, k := range []string{"k0", "k1", "k2"} {
+				raw, err := client.New([]string{c.HTTPAddr(i)}, client.WithAttempts(1)).FileStatus(ctx, k)
+				if err != nil {
+					if errors.Is(err, client.ErrNotFound) {
+						raw = []byte("absent")
+					} else {
+						return false
+					}
+				}
+				var v view
+				_ = json.Unmarshal(raw, &v)
+				views[fmt.Sprint(i, k)] = fmt.Sprintf("%d/%v/%v", v.Version, v.Deleted, v.Pending)
+			}
+		}
+		last = views
+		for _, k := range []string{"k0", "k1", "k2"} {
+			if views["0"+k] != views["1"+k] || views["1"+k] != views["2"+k] || strings.HasSuffix(views["0"+k], "/true") {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !converged() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the nodes' records did not converge (node+file: version/deleted/pending): %v", last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("converged: %v", last)
 }
 
 func clientLoop(ctx context.Context, h *lincheck.History, id int, addr string, cl *client.Client, rng *rand.Rand, stop <-chan struct{}) {
@@ -234,7 +280,7 @@ func opRead(ctx context.Context, h *lincheck.History, id int, addr, key string) 
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	note := strings.Join(trail, "") + resp.Header.Get("X-Mure-Node") + " " + resp.Header.Get("Etag")
+	note := strings.Join(trail, "") + resp.Header.Get("X-Mure-Node") + " " + resp.Header.Get("Etag") + " " + resp.Header.Get("X-Mure-Judged")
 	switch {
 	case err == nil && resp.StatusCode == http.StatusOK:
 		h.AddNote(id, in, call, lincheck.Output{Value: string(b)}, note)

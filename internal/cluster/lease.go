@@ -137,3 +137,10 @@ func (e *PeerError) Unwrap() error {
 	}
 	return nil
 }
+
+// LeaseInfo describes this node's read lease (for debugging answers).
+func (c *Cluster) LeaseInfo() string {
+	c.lease.mu.Lock()
+	defer c.lease.mu.Unlock()
+	return fmt.Sprintf("idx=%d left=%v", c.lease.index, time.Until(c.lease.expiry).Round(time.Millisecond))
+}

@@ -3,6 +3,7 @@ package files
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -44,8 +45,13 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 	// Fence and lease first, the record after: the record is then at least
 	// as new as the state they were judged on (a record read earlier could
 	// predate the very write the fence is about).
-	fc, fenced := s.fences.check(p, s.fsm.Applied())
+	applied := s.fsm.Applied()
+	fc, fenced := s.fences.check(p, applied)
 	leased := s.cl.HasReadLease()
+	if s.cfg.Explain {
+		// The state this answer was judged on, for whoever has to explain it.
+		w.Header().Set("X-Mure-Judged", fmt.Sprintf("applied=%d fenced=%v leased=%v lease=%s", applied, fenced, leased, s.cl.LeaseInfo()))
+	}
 	f := s.fsm.File(p)
 	if f != nil && f.Pending && !s.cfg.UnsafeReads {
 		// No node answers for a version until the leader has fenced every

@@ -23,6 +23,7 @@ type Cluster interface {
 	HasReadLease() bool
 	LeaseDeadline(node string) (time.Time, bool)
 	IsLeader() bool
+	LeaseInfo() string
 	WaitInvalidationReady(ctx context.Context) error
 	LeasedExcept(keep []string) []string
 	Alive(id string) bool
@@ -46,8 +47,11 @@ type Config struct {
 	// UnsafeReads serves any local copy without the protocol's checks.
 	// Tests only: the broken variant the linearizability checker must catch.
 	UnsafeReads bool
-	Logger      *slog.Logger
-	Metrics     *Metrics
+	// Explain adds X-Mure-Judged to read answers: the applied index, fence
+	// and lease they were judged on (debugging the protocol).
+	Explain bool
+	Logger  *slog.Logger
+	Metrics *Metrics
 }
 
 // DefaultConfig returns production defaults.

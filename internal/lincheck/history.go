@@ -103,6 +103,12 @@ func (h *History) Explain(timeout time.Duration) string {
 			return porcupine.CheckOperationsTimeout(Model, part[:n+1], timeout) == porcupine.Illegal
 		})
 		var b strings.Builder
+		fmt.Fprintf(&b, "deletes of this file:\n")
+		for _, op := range part {
+			if op.Input.(Input).Kind == Delete {
+				fmt.Fprintf(&b, "%9.1f c%d %s\n", float64(op.Call)/1e6, op.ClientId, Model.DescribeOperation(op.Input, op.Output))
+			}
+		}
 		fmt.Fprintf(&b, "shortest illegal prefix: %d of %d operations; the last 25 of it:\n", n+1, len(part))
 		for _, op := range part[max(0, n-24) : n+1] {
 			ret := "    ∞"

@@ -136,7 +136,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 
-	svc = files.New(files.Config{MaxBody: cfg.MaxBody, UnsafeReads: cfg.DebugUnsafeReads, Logger: n.log.With("part", "files"), Metrics: files.NewMetrics(n.reg)}, n.cl, n.st)
+	svc = files.New(files.Config{MaxBody: cfg.MaxBody, UnsafeReads: cfg.DebugUnsafeReads, Explain: cfg.DebugFaults, Logger: n.log.With("part", "files"), Metrics: files.NewMetrics(n.reg)}, n.cl, n.st)
 	n.files = svc
 	svc.Start()
 	closers = append(closers, func() { svc.Close() })
