@@ -187,7 +187,11 @@ func runWithFaults(t *testing.T, seed int64, dur time.Duration) *lincheck.Histor
 func checkConverged(t *testing.T, c *testcluster.ProcCluster) {
 	t.Helper()
 	ctx := procCtx(t, 30*time.Second)
-	type view struct{ Version uint64; Deleted, Pending bool; Valid []string }
+	type view struct {
+		Version          uint64
+		Deleted, Pending bool
+		Valid            []string
+	}
 	var last map[string]string
 	converged := func() bool {
 		views := map[string]string{}
