@@ -19,6 +19,12 @@ type leaderState struct {
 	ready  bool
 	table  map[string]time.Time // node → lease deadline (leader's clock)
 	epoch  uint64
+	// term is the raft term this state belongs to. The leadership
+	// notifications arrive asynchronously: a node that lost and regained
+	// leadership may briefly hold the previous term's flags, which must not
+	// be used (its state machine may not have caught up with the term in
+	// between).
+	term uint64
 	readyC chan struct{}
 }
 
@@ -31,6 +37,7 @@ func (c *Cluster) leaderLoop(ctx context.Context) {
 			c.leader.mu.Lock()
 			c.leader.epoch++
 			c.leader.is, c.leader.since, c.leader.ready = is, time.Now(), false
+			c.leader.term = c.raft.CurrentTerm()
 			clear(c.leader.table)
 			c.leader.readyC = make(chan struct{})
 			epoch := c.leader.epoch
@@ -49,6 +56,7 @@ func (c *Cluster) leaderLoop(ctx context.Context) {
 // leader grants read leases: a lease carries the leader's applied index.
 func (c *Cluster) catchUp(ctx context.Context, epoch uint64) {
 	for ctx.Err() == nil {
+		term := c.raft.CurrentTerm()
 		if err := c.raft.Barrier(5 * time.Second).Error(); err != nil {
 			if c.raft.State() != raft.Leader {
 				return
@@ -56,7 +64,7 @@ func (c *Cluster) catchUp(ctx context.Context, epoch uint64) {
 			continue
 		}
 		c.leader.mu.Lock()
-		if c.leader.epoch == epoch {
+		if c.leader.epoch == epoch && c.leader.term == term && c.raft.CurrentTerm() == term {
 			c.leader.ready = true
 			close(c.leader.readyC)
 		}
@@ -69,8 +77,9 @@ func (c *Cluster) catchUp(ctx context.Context, epoch uint64) {
 // grantLease records a read lease for node and returns the index the node
 // must have applied before using it.
 func (c *Cluster) grantLease(node string) (uint64, error) {
+	term := c.raft.CurrentTerm()
 	c.leader.mu.Lock()
-	if !c.leader.is || !c.leader.ready {
+	if !c.leader.is || !c.leader.ready || c.leader.term != term {
 		c.leader.mu.Unlock()
 		return 0, ErrNotLeaseReady
 	}
@@ -81,7 +90,11 @@ func (c *Cluster) grantLease(node string) (uint64, error) {
 	if err := c.raft.VerifyLeader().Error(); err != nil {
 		return 0, fmt.Errorf("verify leadership: %w", err)
 	}
-	return c.fsm.Applied(), nil
+	idx := c.fsm.Applied()
+	if c.raft.CurrentTerm() != term {
+		return 0, ErrNotLeaseReady
+	}
+	return idx, nil
 }
 
 // LeaseDeadline returns, on the leader, until when node may still serve
@@ -97,7 +110,7 @@ func (c *Cluster) LeaseDeadline(node string) (time.Time, bool) {
 // which this leader cannot know, have certainly expired.
 func (c *Cluster) waitInvalidationReady(ctx context.Context) error {
 	c.leader.mu.Lock()
-	if !c.leader.is {
+	if !c.leader.is || c.leader.term != c.raft.CurrentTerm() {
 		c.leader.mu.Unlock()
 		return ErrNoLeader
 	}

@@ -107,7 +107,7 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 	// version is pending.
 	before := cur.Valid
 	if !cur.Exists() {
-		before = s.ActiveNodes()
+		before = s.servingNodes()
 	}
 	inv := without(before, c.Node)
 	f.Pending = len(inv) > 0

@@ -86,6 +86,20 @@ func (s *State) ActiveNodes() []string {
 	return out
 }
 
+// servingNodes returns the nodes that may answer reads from their own
+// state (every node not removed: a failed or departed node that comes back
+// holds a lease before it is active again), sorted.
+func (s *State) servingNodes() []string {
+	var out []string
+	for id, n := range s.nodes {
+		if n.State != NodeRemoved {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Config returns a copy of the settings, defaults included.
 func (s *State) Config() map[string]string {
 	m := DefaultConfig()
