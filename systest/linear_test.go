@@ -37,6 +37,9 @@ func TestLinearizabilityUnderFaults(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("MURE_ROBUSTNESS_RUNS")); err == nil && v > 0 {
 		runs, dur = v, 20*time.Second
 	}
+	if v, err := time.ParseDuration(os.Getenv("MURE_ROBUSTNESS_DURATION")); err == nil && v > 0 {
+		dur = v
+	}
 	for r := 0; r < runs; r++ {
 		seed := time.Now().UnixNano()
 		if v, err := strconv.ParseInt(os.Getenv("MURE_SEED"), 10, 64); err == nil {
