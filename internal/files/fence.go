@@ -131,10 +131,18 @@ func (s *Service) invalidateOn(ctx context.Context, node string, deadline time.T
 	cctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	if _, peer, ok := s.nodeAddrs(node); ok {
-		if err := s.postInvalidate(cctx, peer, req); err == nil {
-			return nil
-		} else {
-			s.log.Debug("invalidate: waiting for lease expiry", "node", node, "path", req.Path, "err", err)
+		// Retry until the lease deadline: a pooled connection to a node
+		// that restarted fails once, and waiting out a lease costs more.
+		for cctx.Err() == nil {
+			err := s.postInvalidate(cctx, peer, req)
+			if err == nil {
+				return nil
+			}
+			s.log.Debug("invalidate failed; retrying until the lease expires", "node", node, "path", req.Path, "err", err)
+			select {
+			case <-cctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
 	}
 	s.metrics.leaseWaits.Inc()

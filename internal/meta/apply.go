@@ -109,10 +109,23 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 	if !cur.Exists() {
 		before = s.servingNodes()
 	}
-	inv := without(before, c.Node)
-	f.Pending = len(inv) > 0
+	inv := s.pend(f, cur, before, c.Node)
 	s.put(f)
 	return f, inv, false, nil
+}
+
+// pend marks f pending until the nodes that may still answer for an older
+// state are fenced: those of before, and those the previous version, if
+// still pending, had not yet seen fenced. It returns them.
+func (s *State) pend(f, cur *File, before []string, self string) []string {
+	all := slices.Clone(before)
+	if cur != nil && cur.Pending {
+		all = append(all, cur.Unfenced...)
+	}
+	slices.Sort(all)
+	inv := without(slices.Compact(all), self)
+	f.Pending, f.Unfenced = len(inv) > 0, inv
+	return inv
 }
 
 func (s *State) release(c Command) (*File, error) {
@@ -166,8 +179,7 @@ func (s *State) delete(idx uint64, c Command) (*File, []string, bool, error) {
 	f.BlobID, f.Size, f.Sum = "", 0, ""
 	f.Holder, f.Grant, f.Valid = "", 0, nil
 	s.rememberIdem(IdemRecord{Key: c.Idem, Kind: c.Kind, Path: c.Path, Version: idx})
-	inv := without(cur.Valid, c.Node)
-	f.Pending = len(inv) > 0
+	inv := s.pend(f, cur, cur.Valid, c.Node)
 	s.put(f)
 	return f, inv, false, nil
 }
@@ -183,7 +195,7 @@ func (s *State) settle(c Command) (*File, error) {
 		return cur, nil
 	}
 	f := cur.clone()
-	f.Pending = false
+	f.Pending, f.Unfenced = false, nil
 	s.put(f)
 	return f, nil
 }

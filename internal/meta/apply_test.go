@@ -228,7 +228,7 @@ func TestCommit(t *testing.T) {
 			g := h.acquire("x", "a")
 			h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Standby: []string{"b"}})
 			return Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g, Standby: []string{"d"}}
-		}, nil, []string{"a", "d"}, []string{"b"}, false},
+		}, nil, []string{"a", "d"}, []string{"b", "c"}, false}, // c: still unfenced by the first, pending commit
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -316,6 +316,7 @@ func TestCommitValidAndInvalidatedExhaustive(t *testing.T) {
 				t.Fatal(r.Err)
 			}
 			f = r.File
+			h.must(Command{Kind: KindSettle, Path: "x", Version: f.Version})
 			h.must(Command{Kind: KindRelease, Path: "x", Node: holder, Grant: g})
 			want := slices.Compact(slices.Sorted(slices.Values(append([]string{holder}, standby...))))
 			if !slices.Equal(r.File.Valid, want) {
@@ -1000,4 +1001,27 @@ func TestResultWireRoundTrip(t *testing.T) {
 			t.Fatalf("got %+v", got)
 		}
 	})
+}
+
+// A write to a file whose previous version is still pending inherits the
+// nodes that version had not yet fenced: they may answer for a state older
+// than both.
+func TestPendingInheritsUnfenced(t *testing.T) {
+	h := newHarness(t, "a", "b", "c")
+	h.write("x", "a", "b", "c") // valid on a, b, c; settled
+	g := h.acquire("x", "a")
+	r1 := h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g}) // pending: b, c unfenced
+	if !r1.File.Pending || !slices.Equal(r1.Invalidated, []string{"b", "c"}) {
+		t.Fatalf("first commit: pending=%v invalidated=%v", r1.File.Pending, r1.Invalidated)
+	}
+	// A delete by a (valid set {a}) before the first commit settles must
+	// still fence b and c.
+	r2 := h.must(Command{Kind: KindDelete, Path: "x", Node: "a"})
+	if !r2.File.Pending || !slices.Equal(r2.Invalidated, []string{"b", "c"}) {
+		t.Fatalf("delete over a pending version: pending=%v invalidated=%v, want b and c", r2.File.Pending, r2.Invalidated)
+	}
+	h.must(Command{Kind: KindSettle, Path: "x", Version: r2.File.Version})
+	if f := h.s.File("x"); f.Pending || f.Unfenced != nil {
+		t.Fatalf("settled tombstone: %+v", f)
+	}
 }

@@ -24,6 +24,10 @@ type File struct {
 	// has not yet made sure that no node still answers for the previous
 	// state, so no node may answer for this one either (reads wait).
 	Pending bool `json:"pending,omitempty"`
+	// Unfenced lists, while Pending, the nodes the leader must still fence
+	// before settling: a later write to a pending file inherits them, since
+	// they may still answer for a state older than both.
+	Unfenced []string `json:"unfenced,omitempty"`
 	// Holder is the node holding the exclusive write right; empty when the
 	// file is replicated (not suspended).
 	Holder string `json:"holder,omitempty"`
@@ -53,6 +57,7 @@ func (f *File) ETag() string { return ETagOf(f.Version) }
 func (f *File) clone() *File {
 	c := *f
 	c.Valid = slices.Clone(f.Valid)
+	c.Unfenced = slices.Clone(f.Unfenced)
 	return &c
 }
 

@@ -76,7 +76,9 @@ func (h *metaHarness) commit(path, node string, grant uint64, standby ...string)
 func (h *metaHarness) write(path, node string, standby ...string) *File {
 	h.t.Helper()
 	g := h.acquire(path, node)
-	h.commit(path, node, g, standby...)
+	r := h.commit(path, node, g, standby...)
+	// As the leader does after its barrier: the version becomes visible.
+	h.must(Command{Kind: KindSettle, Path: path, Version: r.File.Version})
 	return h.must(Command{Kind: KindRelease, Path: path, Node: node, Grant: g}).File
 }
 
