@@ -13,18 +13,18 @@ import (
 // leader, whether it has caught up (lease grants allowed), and the lease
 // it granted to each node.
 type leaderState struct {
-	mu     sync.Mutex
-	is     bool
-	since  time.Time
-	ready  bool
-	table  map[string]time.Time // node → lease deadline (leader's clock)
-	epoch  uint64
+	mu    sync.Mutex
+	is    bool
+	since time.Time
+	ready bool
+	table map[string]time.Time // node → lease deadline (leader's clock)
+	epoch uint64
 	// term is the raft term this state belongs to. The leadership
 	// notifications arrive asynchronously: a node that lost and regained
 	// leadership may briefly hold the previous term's flags, which must not
 	// be used (its state machine may not have caught up with the term in
 	// between).
-	term uint64
+	term   uint64
 	readyC chan struct{}
 }
 
