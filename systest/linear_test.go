@@ -287,7 +287,7 @@ func opRead(ctx context.Context, h *lincheck.History, id int, addr, key string) 
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	note := strings.Join(trail, "") + resp.Header.Get("X-Mure-Node") + " " + resp.Header.Get("Etag") + " " + resp.Header.Get("X-Mure-Judged")
+	note := strings.Join(trail, "") + resp.Header.Get("X-Mure-Node") + " " + resp.Header.Get("Etag") + " " + resp.Header.Get("X-Mure-Judged") + " " + resp.Header.Get("X-Mure-Record")
 	switch {
 	case err == nil && resp.StatusCode == http.StatusOK:
 		h.AddNote(id, in, call, lincheck.Output{Value: string(b)}, note)

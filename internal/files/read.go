@@ -78,6 +78,13 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 	case !leased && !f.Exists():
 		api.Unavailable(w, 1, api.CodeNoQuorum, "this node cannot confirm its view with the cluster leader (no read lease); retry on another node, or add ?stale=1 to accept a possibly old copy")
 	case !f.Exists():
+		if s.cfg.Explain {
+			if f == nil {
+				w.Header().Set("X-Mure-Record", "none")
+			} else {
+				w.Header().Set("X-Mure-Record", fmt.Sprintf("v=%d deleted=%v pending=%v", f.Version, f.Deleted, f.Pending))
+			}
+		}
 		api.Error(w, http.StatusNotFound, api.CodeNotFound, "no file at "+p)
 	default:
 		target := s.pickReplica(f)

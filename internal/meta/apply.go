@@ -109,21 +109,23 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 	if !cur.Exists() {
 		before = s.servingNodes()
 	}
-	inv := s.pend(f, cur, before, c.Node)
+	inv := s.pend(f, cur, before)
 	s.put(f)
 	return f, inv, false, nil
 }
 
 // pend marks f pending until the nodes that may still answer for an older
 // state are fenced: those of before, and those the previous version, if
-// still pending, had not yet seen fenced. It returns them.
-func (s *State) pend(f, cur *File, before []string, self string) []string {
+// still pending, had not yet seen fenced. It returns them. The proposer is
+// not left out: its own view lags until it has applied the command, and
+// other clients may read from it meanwhile.
+func (s *State) pend(f, cur *File, before []string) []string {
 	all := slices.Clone(before)
 	if cur != nil && cur.Pending {
 		all = append(all, cur.Unfenced...)
 	}
 	slices.Sort(all)
-	inv := without(slices.Compact(all), self)
+	inv := slices.Compact(all)
 	f.Pending, f.Unfenced = len(inv) > 0, inv
 	return inv
 }
@@ -179,7 +181,7 @@ func (s *State) delete(idx uint64, c Command) (*File, []string, bool, error) {
 	f.BlobID, f.Size, f.Sum = "", 0, ""
 	f.Holder, f.Grant, f.Valid = "", 0, nil
 	s.rememberIdem(IdemRecord{Key: c.Idem, Kind: c.Kind, Path: c.Path, Version: idx})
-	inv := s.pend(f, cur, cur.Valid, c.Node)
+	inv := s.pend(f, cur, cur.Valid)
 	s.put(f)
 	return f, inv, false, nil
 }

@@ -276,8 +276,16 @@ func TestCommit(t *testing.T) {
 			if !slices.Equal(after.Valid, tc.wantValid) {
 				t.Fatalf("Valid = %v, want %v", after.Valid, tc.wantValid)
 			}
-			if !slices.Equal(r.Invalidated, tc.wantInval) {
-				t.Fatalf("Invalidated = %v, want %v", r.Invalidated, tc.wantInval)
+			// The table lists the others; the proposer is fenced too when it
+			// could answer for the old state (its view lags its own commit).
+			wantInval := slices.Clone(tc.wantInval)
+			if !before.Exists() || before.IsValidOn(c.Node) || slices.Contains(before.Unfenced, c.Node) {
+				wantInval = append(wantInval, c.Node)
+			}
+			slices.Sort(wantInval)
+			wantInval = slices.Compact(wantInval)
+			if !slices.Equal(r.Invalidated, wantInval) {
+				t.Fatalf("Invalidated = %v, want %v", r.Invalidated, wantInval)
 			}
 			if after.ETag() != ETagOf(h.idx) {
 				t.Fatalf("ETag = %s", after.ETag())
@@ -322,12 +330,7 @@ func TestCommitValidAndInvalidatedExhaustive(t *testing.T) {
 			if !slices.Equal(r.File.Valid, want) {
 				t.Fatalf("Valid = %v, want %v", r.File.Valid, want)
 			}
-			var inval []string
-			for _, n := range cur.Valid {
-				if n != holder {
-					inval = append(inval, n)
-				}
-			}
+			inval := cur.Valid // the holder too: its view lags its own commit
 			if !slices.Equal(r.Invalidated, inval) {
 				t.Fatalf("Invalidated = %v, want %v (before %v)", r.Invalidated, inval, cur.Valid)
 			}
@@ -644,14 +647,12 @@ func TestDelete(t *testing.T) {
 			if len(after.Valid) != 0 || after.Holder != "" || after.Grant != 0 || after.BlobID != "" || after.Size != 0 || after.Sum != "" {
 				t.Fatalf("tombstone keeps content/right: %+v", after)
 			}
-			var wantInval []string
-			for _, n := range before.Valid {
-				if n != c.Node {
-					wantInval = append(wantInval, n)
-				}
+			wantInval := before.Valid // the deleting node too: its view lags the delete
+			if len(wantInval) == 0 {
+				wantInval = nil
 			}
 			if !slices.Equal(r.Invalidated, wantInval) {
-				t.Fatalf("Invalidated = %v, want old Valid %v less %s", r.Invalidated, before.Valid, c.Node)
+				t.Fatalf("Invalidated = %v, want old Valid %v", r.Invalidated, before.Valid)
 			}
 			checkCounts(t, h.s)
 		})
@@ -673,10 +674,10 @@ func TestDeleteThenRecreate(t *testing.T) {
 	if !r.File.Exists() || r.File.Deleted || r.File.Version <= del.Version || r.File.BlobID != "new" {
 		t.Fatalf("recreated = %+v", r.File)
 	}
-	// A creation (over a tombstone too) invalidates every other active
-	// node: they answered "not found" from their own state.
-	if !slices.Equal(r.Invalidated, []string{"a"}) {
-		t.Fatalf("Invalidated = %v, want [a]", r.Invalidated)
+	// A creation (over a tombstone too) invalidates every node, the writer
+	// included: they answered "not found" from their own state.
+	if !slices.Equal(r.Invalidated, []string{"a", "b"}) {
+		t.Fatalf("Invalidated = %v, want [a b]", r.Invalidated)
 	}
 	h.must(Command{Kind: KindRelease, Path: "x", Node: "b", Grant: g})
 	if l, s := h.s.Counts(); l != 1 || s != 0 {
@@ -1010,14 +1011,14 @@ func TestPendingInheritsUnfenced(t *testing.T) {
 	h := newHarness(t, "a", "b", "c")
 	h.write("x", "a", "b", "c") // valid on a, b, c; settled
 	g := h.acquire("x", "a")
-	r1 := h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g}) // pending: b, c unfenced
-	if !r1.File.Pending || !slices.Equal(r1.Invalidated, []string{"b", "c"}) {
+	r1 := h.must(Command{Kind: KindCommit, Path: "x", Node: "a", Grant: g}) // pending: a, b, c unfenced
+	if !r1.File.Pending || !slices.Equal(r1.Invalidated, []string{"a", "b", "c"}) {
 		t.Fatalf("first commit: pending=%v invalidated=%v", r1.File.Pending, r1.Invalidated)
 	}
 	// A delete by a (valid set {a}) before the first commit settles must
 	// still fence b and c.
 	r2 := h.must(Command{Kind: KindDelete, Path: "x", Node: "a"})
-	if !r2.File.Pending || !slices.Equal(r2.Invalidated, []string{"b", "c"}) {
+	if !r2.File.Pending || !slices.Equal(r2.Invalidated, []string{"a", "b", "c"}) {
 		t.Fatalf("delete over a pending version: pending=%v invalidated=%v, want b and c", r2.File.Pending, r2.Invalidated)
 	}
 	h.must(Command{Kind: KindSettle, Path: "x", Version: r2.File.Version})
