@@ -106,7 +106,7 @@ func (h *History) Explain(timeout time.Duration) string {
 		fmt.Fprintf(&b, "deletes of this file:\n")
 		for _, op := range part {
 			if op.Input.(Input).Kind == Delete {
-				fmt.Fprintf(&b, "%9.1f c%d %s\n", float64(op.Call)/1e6, op.ClientId, Model.DescribeOperation(op.Input, op.Output))
+				fmt.Fprintf(&b, "%9.1f %9.1f c%d %s\n", float64(op.Call)/1e6, float64(op.Return)/1e6, op.ClientId, Model.DescribeOperation(op.Input, op.Output))
 			}
 		}
 		fmt.Fprintf(&b, "shortest illegal prefix: %d of %d operations; the last 25 of it:\n", n+1, len(part))
