@@ -7,9 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -134,8 +136,19 @@ func (c *Client) send(ctx context.Context, node string, cl *call) (*http.Respons
 		if err != nil {
 			return nil, final{err}
 		}
+		// Go's transport replays a request that carries an Idempotency-Key
+		// (or has no body) when a reused connection fails: the error it
+		// finally returns may be a dial error although an earlier try was
+		// written. Remember any write, so such an error is not taken for
+		// "never sent".
+		var wrote atomic.Bool
+		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }}
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 		resp, err := c.hc.Do(req)
 		if err != nil {
+			if wrote.Load() {
+				return nil, &sentError{err}
+			}
 			return nil, err
 		}
 		loc := resp.Header.Get("Location")
@@ -182,8 +195,18 @@ func (c *Client) newRequest(ctx context.Context, u *url.URL, cl *call) (*http.Re
 	return req, nil
 }
 
+// sentError marks a transport error after the request (or a replay of it)
+// was written: its outcome is unknown.
+type sentError struct{ error }
+
+func (e *sentError) Unwrap() error { return e.error }
+
 // notSent reports whether err proves that the request never reached a node.
 func notSent(err error) bool {
+	var se *sentError
+	if errors.As(err, &se) {
+		return false
+	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true

@@ -333,7 +333,10 @@ func record(h *lincheck.History, id int, in lincheck.Input, call int64, err erro
 		h.Add(id, in, call, lincheck.Output{Outcome: lincheck.OK})
 		return true
 	case errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, client.ErrOutcomeUnknown):
-		return false // never sent: no effect, nothing to record
+		// Never sent: no effect. (The client reports a dial error that
+		// follows a written try, e.g. Go's replay of a keyed request on a
+		// reused connection, as an unknown outcome instead.)
+		return false
 	case errors.As(err, &apiErr) && !errors.Is(err, client.ErrOutcomeUnknown) &&
 		(apiErr.Status == http.StatusPreconditionFailed || apiErr.Status == http.StatusNotFound && in.Kind == lincheck.Delete):
 		h.Add(id, in, call, lincheck.Output{Outcome: lincheck.Refused})
