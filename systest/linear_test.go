@@ -33,12 +33,6 @@ import (
 // randomized seed; MURE_ROBUSTNESS_RUNS=N runs N seeds (make
 // test-robustness); MURE_SEED=S replays one seed.
 func TestLinearizabilityUnderFaults(t *testing.T) {
-	if os.Getenv("MURE_ROBUSTNESS_RUNS") == "" {
-		// About 1 run in 12 of 8 s still ends with a history the checker
-		// rejects (docs/reliability.md, "Residual"); until that is fixed the
-		// randomized runs are opt-in, so that CI stays a signal.
-		t.Skip("randomized fault runs are opt-in: MURE_ROBUSTNESS_RUNS=N (make test-robustness)")
-	}
 	runs, dur := 1, 8*time.Second
 	if v, err := strconv.Atoi(os.Getenv("MURE_ROBUSTNESS_RUNS")); err == nil && v > 0 {
 		runs, dur = v, 20*time.Second
