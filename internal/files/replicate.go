@@ -25,7 +25,7 @@ func (p *protected) add(path, id string, d time.Duration) {
 	p.m[path+"\x00"+id] = time.Now().Add(d)
 }
 
-// ids returns the protected blob IDs of path among candidates.
+// keep returns the IDs among ids that are protected for path.
 func (p *protected) keep(path string, ids []string) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
