@@ -107,7 +107,13 @@ func checkLinearizable(t *testing.T, h *lincheck.History, strict bool) {
 	t.Helper()
 	viz := filepath.Join(os.TempDir(), fmt.Sprintf("mure-linear-%d.html", time.Now().UnixNano()))
 	start := time.Now()
-	res, err := h.Check(2*time.Minute, viz)
+	// A checker verdict of Unknown (timeout) counts as a failure; the long
+	// runs record larger histories and get more time.
+	limit := 2 * time.Minute
+	if os.Getenv("MURE_ROBUSTNESS_RUNS") != "" {
+		limit = 6 * time.Minute
+	}
+	res, err := h.Check(limit, viz)
 	if err != nil {
 		t.Fatal(err)
 	}
