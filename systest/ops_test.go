@@ -29,8 +29,7 @@ func TestTruncatedUploadKeepsOldVersion(t *testing.T) {
 	conn.Close()
 	// The server notices the disconnect; the old version is all there is.
 	testcluster.WaitFor(t, 5*time.Second, "the aborted upload to be cleaned up", func() bool {
-		blobs, _ := c.Nodes[0].Status().Store.Blobs, 0
-		return blobs == 1
+		return c.Nodes[0].Status().Store.Blobs == 1
 	})
 	mustGet(t, c.Client(), "doc", "old")
 	// A body that ends early on a kept-alive connection is refused clearly.

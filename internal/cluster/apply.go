@@ -99,8 +99,9 @@ func (c *Cluster) applyLocal(ctx context.Context, cmd meta.Command) (*meta.Resul
 	}
 	if res.Duplicate && res.File != nil {
 		// A retried write whose first attempt may have lost its
-		// barrier: make sure no other node answers from an older state.
-		res.Invalidated = c.leasedExcept([]string{cmd.Node})
+		// barrier: make sure no node — the proposer included, as for a
+		// first attempt — answers from an older state.
+		res.Invalidated = c.leasedExcept(nil)
 	}
 	if res.Err == nil && len(res.Invalidated) > 0 && c.cfg.Barrier != nil {
 		if err := c.waitInvalidationReady(ctx); err != nil {

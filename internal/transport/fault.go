@@ -44,9 +44,6 @@ func (m *Mux) SetIsolated(on bool) {
 	}
 }
 
-// Isolated reports whether the node is cut off.
-func (m *Mux) Isolated() bool { return m.faults.isolated.Load() }
-
 func (f *faults) track(c net.Conn) net.Conn {
 	if !f.enabled.Load() {
 		return c
