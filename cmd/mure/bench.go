@@ -95,6 +95,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if rep == nil {
 		return runErr
 	}
+	if err := writeBenchOutputs(stdout, bf, rep); err != nil {
+		return err
+	}
+	if runErr != nil && ctx.Err() != nil {
+		return fmt.Errorf("interrupted: the table shows the runs done")
+	}
+	return runErr
+}
+
+// writeBenchOutputs prints the report's table and writes its JSON and chart
+// files when asked.
+func writeBenchOutputs(stdout io.Writer, bf *benchFlags, rep *bench.Report) error {
 	if err := bench.WriteTable(stdout, rep); err != nil {
 		return err
 	}
@@ -104,14 +116,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if bf.chartFile != "" {
-		if err := bench.WriteChart(bf.chartFile, rep); err != nil {
-			return err
-		}
+		return bench.WriteChart(bf.chartFile, rep)
 	}
-	if runErr != nil && ctx.Err() != nil {
-		return fmt.Errorf("interrupted: the table shows the runs done")
-	}
-	return runErr
+	return nil
 }
 
 // params checks the flags and turns them into scenario parameters; set

@@ -19,19 +19,20 @@ type nodeClient struct {
 	transport   *http.Transport
 }
 
-// newNodeClients returns n clients, client i pinned to nodes[i%len(nodes)].
+// newNodeClients returns n clients, client i pinned to
+// nodes[(base+i)%len(nodes)], base being the global index of the first.
 // Each has its own connection pool and names itself "bench-c<i>" in the
 // X-Mure-Client header, so that a node tells them apart (the "reads"
 // resumption policy counts distinct clients, as the paper's prototype did).
-func newNodeClients(nodes []string, token string, n int) []*nodeClient {
+func newNodeClients(nodes []string, token string, base, n int) []*nodeClient {
 	cs := make([]*nodeClient, n)
 	for i := range cs {
-		node := nodes[i%len(nodes)]
+		node := nodes[(base+i)%len(nodes)]
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 		t.ExpectContinueTimeout = 5 * time.Second
 		t.MaxIdleConnsPerHost = 64
-		hc := &http.Client{Transport: &namedTransport{base: t, name: "bench-c" + strconv.Itoa(i)}}
+		hc := &http.Client{Transport: &namedTransport{base: t, name: "bench-c" + strconv.Itoa(base+i)}}
 		cs[i] = &nodeClient{
 			node:      node,
 			load:      client.New([]string{node}, client.WithToken(token), client.WithHTTPClient(hc), client.WithAttempts(1)),

@@ -35,19 +35,7 @@ const readableTimeout = 2 * time.Minute
 // write). Client i talks to nodes[i % len(nodes)], following redirects.
 // The headline is MB/s: payload bytes over wall time.
 func RunReplicatedIO(ctx context.Context, p Params) (*Report, error) {
-	p.Clients = cmp.Or(p.Clients, DefaultIOClients)
-	p.Files = cmp.Or(p.Files, DefaultFiles)
-	p.Reps = cmp.Or(p.Reps, 1)
-	p.Prefix = cmp.Or(p.Prefix, "bench")
-	if len(p.Sizes) == 0 {
-		p.Sizes = DefaultSizes
-	}
-	if len(p.Ops) == 0 {
-		p.Ops = []string{"read"}
-	}
-	if len(p.Sets) == 0 {
-		p.Sets = []string{"own"}
-	}
+	p.ioDefaults()
 	if err := p.check(); err != nil {
 		return nil, err
 	}
@@ -60,16 +48,28 @@ func RunReplicatedIO(ctx context.Context, p Params) (*Report, error) {
 	if p.Files < 1 {
 		return nil, fmt.Errorf("files must be at least 1 (got %d)", p.Files)
 	}
-	clients := newNodeClients(p.Nodes, p.Token, p.Clients)
+	if err := oneOf("phase", []string{cmp.Or(p.Phase, "all")}, []string{"all", "setup", "run"}); err != nil {
+		return nil, err
+	}
+	clients := newNodeClients(p.Nodes, p.Token, p.ClientBase, p.Clients)
 	defer closeNodeClients(clients)
 	rep := newReport("replicated-io", MetricMBPerSec, &p)
 	rep.Files = p.Files
-	var seq atomic.Uint64 // write sequence numbers, unique in the scenario
+	var seq atomic.Uint64                 // write sequence numbers, unique in the scenario
+	seq.Store(uint64(p.ClientBase) << 40) // and among the generators of a distributed run
 	for _, sets := range p.Sets {
 		for _, size := range p.Sizes {
 			set := newIOSet(&p, sets, size)
-			if err := set.setup(ctx, &p, clients, &seq); err != nil {
-				return nil, err
+			if p.Phase != "run" {
+				if err := set.setup(ctx, &p, clients, &seq); err != nil {
+					return nil, err
+				}
+			}
+			if p.Phase == "setup" {
+				continue
+			}
+			if err := sleepUntil(ctx, p.StartAt); err != nil {
+				return rep, err
 			}
 			for _, op := range p.Ops {
 				g := &Group{Series: op + " " + sets, Op: op, Sets: sets, Size: size}
@@ -95,6 +95,23 @@ func RunReplicatedIO(ctx context.Context, p Params) (*Report, error) {
 	return rep, nil
 }
 
+// ioDefaults fills in replicated-io's defaults.
+func (p *Params) ioDefaults() {
+	p.Clients = cmp.Or(p.Clients, DefaultIOClients)
+	p.Files = cmp.Or(p.Files, DefaultFiles)
+	p.Reps = cmp.Or(p.Reps, 1)
+	p.Prefix = cmp.Or(p.Prefix, "bench")
+	if len(p.Sizes) == 0 {
+		p.Sizes = DefaultSizes
+	}
+	if len(p.Ops) == 0 {
+		p.Ops = []string{"read"}
+	}
+	if len(p.Sets) == 0 {
+		p.Sets = []string{"own"}
+	}
+}
+
 // ioSet is the files of one set kind and size: paths[i] is client i's set
 // (the same slice for every client with a common set) and bases[i] the
 // content client i writes.
@@ -112,11 +129,12 @@ func newIOSet(p *Params, sets string, size int64) *ioSet {
 		common = setPaths(p.Prefix+"/common", p.Files)
 	}
 	for i := range p.Clients {
+		g := p.ClientBase + i // the global client index
 		s.paths[i] = common
 		if common == nil {
-			s.paths[i] = setPaths(p.Prefix+"/c"+strconv.Itoa(i), p.Files)
+			s.paths[i] = setPaths(p.Prefix+"/c"+strconv.Itoa(g), p.Files)
 		}
-		s.bases[i] = fillRandom(size, uint64(size)<<16|uint64(i))
+		s.bases[i] = fillRandom(size, uint64(size)<<16|uint64(g))
 	}
 	return s
 }

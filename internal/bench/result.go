@@ -34,4 +34,8 @@ type Result struct {
 	Latency Latency `json:"latency"`
 
 	hist *hdrhistogram.Histogram // nil after a JSON round trip
+
+	// Histogram is the latency histogram itself, only in the reports a
+	// worker sends back for RunDistributed to merge.
+	Histogram *hdrhistogram.Snapshot `json:"histogram,omitempty"`
 }

@@ -17,7 +17,7 @@ import (
 
 // putOp writes small files to the fake through pinned clients.
 func putOp(t *testing.T, nodes []string, clients int) Op {
-	cs := newNodeClients(nodes, "", clients)
+	cs := newNodeClients(nodes, "", 0, clients)
 	t.Cleanup(func() { closeNodeClients(cs) })
 	var n atomic.Int64
 	return func(ctx context.Context, c int) (int64, error) {
@@ -150,7 +150,7 @@ func TestOpenLoopLatencyFromSchedule(t *testing.T) {
 
 func TestErrorsCountedByKind(t *testing.T) {
 	f := newFakeNode(t)
-	cs := newNodeClients([]string{f.addr(), deadAddr(t)}, "", 2)
+	cs := newNodeClients([]string{f.addr(), deadAddr(t)}, "", 0, 2)
 	defer closeNodeClients(cs)
 	if _, err := cs[0].setup.Put(context.Background(), "short", strings.NewReader("abc"), nil); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,17 @@ type Params struct {
 	Load    Load
 	Label   string    // free text recorded in the report
 	Prefix  string    // first path segment of the files written (default "bench")
-	Status  io.Writer // progress and setup lines (a terminal), nil: silent
+	Status  io.Writer `json:"-"` // progress and setup lines (a terminal), nil: silent
+
+	// For a run spread over several load generators (RunDistributed):
+	// ClientBase is the global index of this generator's first client
+	// (files and node choice follow the global index); Phase "setup" only
+	// writes the files and waits until they are readable, "run" skips that
+	// and starts the warm-up at StartAt, so that all generators measure the
+	// same interval.
+	ClientBase int       `json:",omitempty"`
+	Phase      string    `json:",omitempty"`
+	StartAt    time.Time `json:",omitzero"`
 }
 
 // Load shapes and bounds every measured run of a scenario (see Config).

@@ -35,7 +35,7 @@ func RunSmallOps(ctx context.Context, p Params) (*Report, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	clients := newNodeClients(p.Nodes, p.Token, p.Clients)
+	clients := newNodeClients(p.Nodes, p.Token, p.ClientBase, p.Clients)
 	defer closeNodeClients(clients)
 	rep := newReport("small-ops", MetricOpsPerSec, &p)
 	run := strconv.FormatInt(time.Now().UnixMilli(), 36)

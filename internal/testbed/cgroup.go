@@ -1,0 +1,220 @@
+package testbed
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const cgroupRoot = "/sys/fs/cgroup"
+
+// Cgroup is one host's control groups: a directory per hierarchy (v1) or
+// one directory (v2). CPU is where the quota is set, Memory where memory
+// is limited and accounted.
+type Cgroup struct {
+	Dirs   []string `json:"dirs"`
+	CPU    string   `json:"cpu"`
+	Memory string   `json:"memory,omitempty"`
+	V2     bool     `json:"v2,omitempty"`
+}
+
+// isV2 reports whether the machine runs the unified hierarchy only.
+func isV2() bool {
+	_, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers"))
+	return err == nil
+}
+
+// ownCgroups maps each v1 controller to the cgroup path of this process.
+func ownCgroups() (map[string]string, error) {
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for c := range strings.SplitSeq(parts[1], ",") {
+			m[c] = parts[2]
+		}
+	}
+	return m, sc.Err()
+}
+
+// newCgroup creates the cgroups of a host named name with a CPU quota of
+// cores and, when memMB > 0, a memory limit. On v1 they are made under
+// this process's own cgroups, so that the machine's limits still apply.
+func newCgroup(name string, cores float64, memMB int) (*Cgroup, error) {
+	cg := &Cgroup{}
+	quota := int64(cores * 100000)
+	if isV2() {
+		cg.V2 = true
+		// enabling controllers for children is allowed at the root
+		_ = os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+cpu +memory"), 0o644)
+		dir := filepath.Join(cgroupRoot, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("cgroup %s: %w", dir, err)
+		}
+		cg.Dirs, cg.CPU, cg.Memory = []string{dir}, dir, dir
+		err := os.WriteFile(filepath.Join(dir, "cpu.max"), fmt.Appendf(nil, "%d 100000", quota), 0o644)
+		if err == nil && memMB > 0 {
+			err = os.WriteFile(filepath.Join(dir, "memory.max"), fmt.Appendf(nil, "%d", int64(memMB)<<20), 0o644)
+		}
+		if err != nil {
+			cg.remove(context.Background())
+			return nil, fmt.Errorf("cgroup %s: %w", dir, err)
+		}
+		return cg, nil
+	}
+	own, err := ownCgroups()
+	if err != nil {
+		return nil, fmt.Errorf("read /proc/self/cgroup: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, ctrl := range []string{"cpu", "cpuacct", "memory"} {
+		mount, err := filepath.EvalSymlinks(filepath.Join(cgroupRoot, ctrl))
+		if err != nil {
+			if ctrl == "cpu" {
+				return nil, fmt.Errorf("no cgroup v1 cpu hierarchy under %s: %w", cgroupRoot, err)
+			}
+			continue
+		}
+		dir := filepath.Join(mount, own[ctrl], name)
+		if !seen[dir] {
+			seen[dir] = true
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				cg.remove(context.Background())
+				return nil, fmt.Errorf("cgroup %s: %w", dir, err)
+			}
+			cg.Dirs = append(cg.Dirs, dir)
+		}
+		switch ctrl {
+		case "cpu":
+			cg.CPU = dir
+		case "memory":
+			cg.Memory = dir
+		}
+	}
+	err = os.WriteFile(filepath.Join(cg.CPU, "cpu.cfs_quota_us"), []byte(strconv.FormatInt(quota, 10)), 0o644)
+	if err == nil && memMB > 0 && cg.Memory != "" {
+		err = os.WriteFile(filepath.Join(cg.Memory, "memory.limit_in_bytes"), fmt.Appendf(nil, "%d", int64(memMB)<<20), 0o644)
+	}
+	if err != nil {
+		cg.remove(context.Background())
+		return nil, fmt.Errorf("cgroup %s: %w", name, err)
+	}
+	return cg, nil
+}
+
+// joinScript is a shell prefix that moves the shell into the host's
+// cgroups before it execs the real command, so that nothing of the host
+// ever runs outside them.
+func (cg *Cgroup) joinScript() string {
+	var b strings.Builder
+	for _, d := range cg.Dirs {
+		fmt.Fprintf(&b, "echo $$ > %s/cgroup.procs && ", d)
+	}
+	b.WriteString(`exec "$@"`)
+	return b.String()
+}
+
+// procs returns the PIDs in the host's cgroups.
+func (cg *Cgroup) procs() []int {
+	var pids []int
+	for _, d := range cg.Dirs {
+		data, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if err != nil {
+			continue
+		}
+		for f := range strings.FieldsSeq(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// remove kills whatever still runs in the cgroups, waits for them to be
+// empty and deletes them.
+func (cg *Cgroup) remove(ctx context.Context) error {
+	var errs []error
+	for _, d := range cg.Dirs {
+		if err := removeCgroupDir(ctx, d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func removeCgroupDir(ctx context.Context, dir string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		for _, pid := range (&Cgroup{Dirs: []string{dir}}).procs() {
+			_ = killPID(pid)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("remove cgroup %s: %w", dir, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Usage is what a host's cgroup has measured.
+type Usage struct {
+	CPUSeconds  float64 `json:"cpu_s"`
+	MemoryBytes int64   `json:"memory_bytes"`
+}
+
+// usage reads the host's CPU time and memory in use.
+func (cg *Cgroup) usage() (Usage, error) {
+	var u Usage
+	if cg.V2 {
+		data, err := os.ReadFile(filepath.Join(cg.CPU, "cpu.stat"))
+		if err != nil {
+			return u, err
+		}
+		for line := range strings.Lines(string(data)) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "usage_usec "); ok {
+				us, _ := strconv.ParseInt(v, 10, 64)
+				u.CPUSeconds = float64(us) / 1e6
+			}
+		}
+		u.MemoryBytes = readInt(filepath.Join(cg.Memory, "memory.current"))
+		return u, nil
+	}
+	for _, d := range cg.Dirs {
+		if ns := readInt(filepath.Join(d, "cpuacct.usage")); ns > 0 {
+			u.CPUSeconds = float64(ns) / 1e9
+		}
+	}
+	if cg.Memory != "" {
+		u.MemoryBytes = readInt(filepath.Join(cg.Memory, "memory.usage_in_bytes"))
+	}
+	return u, nil
+}
+
+func readInt(file string) int64 {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	v, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	return v
+}

@@ -1,0 +1,131 @@
+package testbed
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// Emulation limits from the testbed rules: the hosts' CPU quotas together
+// leave the machine's rest to the kernel and the tools, and the clients'
+// links together outrun the servers' so that the servers are what is
+// measured.
+const (
+	MaxTotalCPU    = 1.6
+	MinClientRatio = 1.5
+)
+
+// Config describes a testbed.
+type Config struct {
+	Servers, Clients int
+	// ServerLink and ClientLink are each host's link rate in tc's notation
+	// ("100mbit", "1gbit"), applied in both directions.
+	ServerLink, ClientLink string
+	// ServerCPU and ClientCPU are each host's CPU quota in cores (0.25 is a
+	// quarter of one core).
+	ServerCPU, ClientCPU float64
+	// MemoryMB limits each host's memory (0: no limit, only accounting).
+	MemoryMB int
+	// Binary is the mure executable the server hosts run.
+	Binary string
+	// NodeArgs are extra arguments of mure serve on every server host.
+	NodeArgs []string
+	// Prefix names everything the testbed creates (at most 7 characters,
+	// so that interface names fit in 15).
+	Prefix string
+	// Subnet is the hosts' private /24.
+	Subnet string
+	// Dir holds the state file, logs and the nodes' data (a tmpfs).
+	Dir string
+	// DataMB is the size of the tmpfs holding the nodes' data.
+	DataMB int
+	// Unbalanced lifts the MinClientRatio and MaxTotalCPU checks (for
+	// experiments that want the clients to be the limit).
+	Unbalanced bool
+}
+
+// Defaults of Config.
+const (
+	DefaultPrefix = "mure-"
+	DefaultSubnet = "10.77.0.0/24"
+	DefaultDir    = "/run/mure-testbed"
+)
+
+func (c *Config) setDefaults() {
+	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
+	c.Subnet = cmp.Or(c.Subnet, DefaultSubnet)
+	c.Dir = cmp.Or(c.Dir, DefaultDir)
+	c.ServerLink = cmp.Or(c.ServerLink, "100mbit")
+	c.ClientLink = cmp.Or(c.ClientLink, "100mbit")
+	c.ServerCPU = cmp.Or(c.ServerCPU, 0.2)
+	c.ClientCPU = cmp.Or(c.ClientCPU, 0.2)
+	c.DataMB = cmp.Or(c.DataMB, 4096)
+}
+
+// Validate checks the configuration against the emulation rules.
+func (c *Config) Validate() error {
+	c.setDefaults()
+	switch {
+	case c.Servers < 1 || c.Servers > 16:
+		return fmt.Errorf("servers: want 1..16, got %d", c.Servers)
+	case c.Clients < 0 || c.Clients > 32:
+		return fmt.Errorf("clients: want 0..32, got %d", c.Clients)
+	case len(c.Prefix) > 7 || strings.ContainsAny(c.Prefix, "/ \t"):
+		return fmt.Errorf("prefix %q: at most 7 characters, no spaces or slashes", c.Prefix)
+	case c.ServerCPU <= 0 || c.ClientCPU <= 0:
+		return errors.New("CPU quotas must be positive (in cores, e.g. 0.25)")
+	case c.Binary == "":
+		return errors.New("no mure binary given")
+	}
+	p, err := netip.ParsePrefix(c.Subnet)
+	if err != nil || !p.Addr().Is4() || p.Bits() != 24 || !p.Addr().IsPrivate() {
+		return fmt.Errorf("subnet %q: want a private IPv4 /24 such as %s", c.Subnet, DefaultSubnet)
+	}
+	sl, err := ParseRate(c.ServerLink)
+	if err != nil {
+		return fmt.Errorf("server link: %w", err)
+	}
+	cl, err := ParseRate(c.ClientLink)
+	if err != nil {
+		return fmt.Errorf("client link: %w", err)
+	}
+	if c.Unbalanced {
+		return nil
+	}
+	if cpu := float64(c.Servers)*c.ServerCPU + float64(c.Clients)*c.ClientCPU; cpu > MaxTotalCPU+1e-9 {
+		return fmt.Errorf("the hosts' CPU quotas add up to %.2f cores, more than %.1f (the rest is the machine's own): lower --server-cpu or --client-cpu", cpu, MaxTotalCPU)
+	}
+	if c.Clients > 0 {
+		if ratio := float64(c.Clients) * float64(cl) / (float64(c.Servers) * float64(sl)); ratio < MinClientRatio {
+			return fmt.Errorf("the clients' links add up to %.2f× the servers' (want at least %.1f× so that the servers are measured): add clients or raise --client-link", ratio, MinClientRatio)
+		}
+	}
+	return nil
+}
+
+// ParseRate parses a link rate in tc's notation: a number followed by bit,
+// kbit, mbit or gbit (decimal multiples). It returns bits per second.
+func ParseRate(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}}
+	ls := strings.ToLower(strings.TrimSpace(s))
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(ls, u.suffix); ok {
+			v, err := strconv.ParseFloat(num, 64)
+			if err != nil || v <= 0 {
+				break
+			}
+			bits := v * u.mult
+			if bits < 1e5 || bits > 1e11 {
+				return 0, fmt.Errorf("rate %q out of range (100kbit..100gbit)", s)
+			}
+			return int64(bits), nil
+		}
+	}
+	return 0, fmt.Errorf("rate %q: want a number and a unit, e.g. 100mbit or 1gbit", s)
+}

@@ -1,0 +1,112 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Teardown removes the testbed kept in dir, if any, and then everything on
+// the machine carrying prefix (namespaces, links, cgroups): the leftovers
+// of a crashed run.
+func Teardown(ctx context.Context, dir, prefix string) error {
+	if err := checkRoot(); err != nil {
+		return err
+	}
+	var errs []error
+	if tb, err := Load(dir); err == nil {
+		errs = append(errs, tb.Down(ctx))
+	}
+	left, err := Leftovers(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	for _, cg := range left.Cgroups {
+		errs = append(errs, removeCgroupDir(ctx, cg))
+	}
+	for _, l := range left.Links {
+		if _, err := run(ctx, "ip", "link", "del", l); err != nil && linkExists(ctx, l) {
+			errs = append(errs, err)
+		}
+	}
+	for _, ns := range left.Netns {
+		_, err := run(ctx, "ip", "netns", "del", ns)
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Left is what carries a testbed's prefix on the machine.
+type Left struct {
+	Netns, Links, Cgroups []string
+}
+
+// Empty reports whether nothing is left.
+func (l Left) Empty() bool { return len(l.Netns)+len(l.Links)+len(l.Cgroups) == 0 }
+
+func (l Left) String() string {
+	return fmt.Sprintf("namespaces %v, links %v, cgroups %v", l.Netns, l.Links, l.Cgroups)
+}
+
+// Leftovers lists the namespaces, links and cgroups whose names start with
+// prefix.
+func Leftovers(ctx context.Context, prefix string) (Left, error) {
+	var l Left
+	ns, err := netnsNames(ctx)
+	if err != nil {
+		return l, err
+	}
+	links, err := linkNames(ctx)
+	if err != nil {
+		return l, err
+	}
+	for _, n := range ns {
+		if strings.HasPrefix(n, prefix) {
+			l.Netns = append(l.Netns, n)
+		}
+	}
+	for _, n := range links {
+		if strings.HasPrefix(n, prefix) {
+			l.Links = append(l.Links, n)
+		}
+	}
+	l.Cgroups = cgroupsWithPrefix(prefix)
+	return l, nil
+}
+
+// cgroupsWithPrefix finds cgroup directories named prefix* under this
+// process's own cgroups (v1) or the root (v2).
+func cgroupsWithPrefix(prefix string) []string {
+	var parents []string
+	if isV2() {
+		parents = []string{cgroupRoot}
+	} else if own, err := ownCgroups(); err == nil {
+		seen := map[string]bool{}
+		for _, ctrl := range []string{"cpu", "cpuacct", "memory"} {
+			mount, err := filepath.EvalSymlinks(filepath.Join(cgroupRoot, ctrl))
+			if err != nil {
+				continue
+			}
+			if d := filepath.Join(mount, own[ctrl]); !seen[d] {
+				seen[d] = true
+				parents = append(parents, d)
+			}
+		}
+	}
+	var out []string
+	for _, p := range parents {
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+				out = append(out, filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,168 @@
+package testbed
+
+import (
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mure-dev/mure/internal/bench"
+	"github.com/mure-dev/mure/internal/testcluster"
+)
+
+func TestParseRate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{in: "100mbit", want: 100e6},
+		{in: "1gbit", want: 1e9},
+		{in: "2.5Mbit", want: 2.5e6},
+		{in: "500kbit", want: 500e3},
+		{in: "100", bad: true},
+		{in: "mbit", bad: true},
+		{in: "-5mbit", bad: true},
+		{in: "10kbit", bad: true}, // below the range
+		{in: "1tbit", bad: true},
+	} {
+		got, err := ParseRate(tc.in)
+		if tc.bad != (err != nil) || got != tc.want {
+			t.Errorf("ParseRate(%q) = %d, %v; want %d (error: %v)", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+func TestConfigRules(t *testing.T) {
+	base := Config{Servers: 2, Clients: 2, ServerLink: "100mbit", ClientLink: "150mbit", ServerCPU: 0.2, ClientCPU: 0.2, Binary: "mure"}
+	for _, tc := range []struct {
+		name   string
+		change func(*Config)
+		errHas string // "" when valid
+	}{
+		{"valid", func(*Config) {}, ""},
+		{"too much CPU", func(c *Config) { c.ServerCPU, c.ClientCPU = 0.5, 0.4 }, "CPU quotas add up"},
+		{"clients slower than servers", func(c *Config) { c.ClientLink = "100mbit" }, "clients' links"},
+		{"unbalanced allowed", func(c *Config) { c.ClientLink, c.Unbalanced = "10mbit", true }, ""},
+		{"public subnet", func(c *Config) { c.Subnet = "8.8.8.0/24" }, "private IPv4 /24"},
+		{"long prefix", func(c *Config) { c.Prefix = "toolongprefix" }, "at most 7"},
+		{"no servers", func(c *Config) { c.Servers = 0 }, "servers"},
+		{"bad rate", func(c *Config) { c.ServerLink = "fast" }, "server link"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base
+			tc.change(&c)
+			err := c.Validate()
+			if tc.errHas == "" && err != nil {
+				t.Fatalf("want valid, got %v", err)
+			}
+			if tc.errHas != "" && (err == nil || !strings.Contains(err.Error(), tc.errHas)) {
+				t.Fatalf("want an error containing %q, got %v", tc.errHas, err)
+			}
+		})
+	}
+}
+
+// TestTestbed brings a 2-server, 2-client testbed up, runs a short read
+// load from both client hosts through it, checks the figures are sane
+// (no error, within the links' capacity) and that teardown leaves nothing.
+func TestTestbed(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skipf("testbed unavailable here: %v", err)
+	}
+	const prefix = "mtbt-"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cfg := Config{
+		Servers: 2, Clients: 2, ServerLink: "100mbit", ClientLink: "200mbit", ServerCPU: 0.25, ClientCPU: 0.25,
+		Binary: testcluster.BuildBinary(t), NodeArgs: []string{"--timing", "fast"},
+		Prefix: prefix, Subnet: "10.77.199.0/24", Dir: t.TempDir() + "/tb", DataMB: 256,
+	}
+	tb, err := Up(ctx, cfg)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	defer tb.Down(context.Background())
+	var workers []bench.Worker
+	for _, h := range tb.Clients() {
+		workers = append(workers, tb.BenchWorker(h, cfg.Binary))
+	}
+	p := bench.Params{Nodes: tb.ServerHTTP(), Clients: 4, Files: 4, Sizes: []int64{64 << 10},
+		Ops: []string{"read"}, Sets: []string{"own"},
+		Load: bench.Load{Duration: 2 * time.Second, Warmup: 300 * time.Millisecond, Timeout: 10 * time.Second}}
+	rep, err := bench.RunDistributed(ctx, p, workers)
+	if err != nil {
+		t.Fatalf("bench: %v", err)
+	}
+	if len(rep.Groups) != 1 || len(rep.Groups[0].Runs) != 1 {
+		t.Fatalf("want one group with one run, got %+v", rep.Groups)
+	}
+	g := rep.Groups[0]
+	// two 100 Mbit/s server links carry at most 25 MB/s (plus the bucket's burst)
+	if g.Errors != 0 || g.Requests == 0 || g.MBPerSec.Mean <= 0 || g.MBPerSec.Mean > 27 || g.Runs[0].Clients != 4 {
+		t.Fatalf("insane result: %d requests, %d errors, %.1f MB/s over 2×100 Mbit/s, %d clients",
+			g.Requests, g.Errors, g.MBPerSec.Mean, g.Runs[0].Clients)
+	}
+	t.Logf("2 servers, 2 client hosts: %.1f MB/s, p99 %.1f ms", g.MBPerSec.Mean, g.Latency.P99)
+	for _, h := range tb.Servers() {
+		if u, err := tb.Usage(h); err != nil || u.CPUSeconds <= 0 {
+			t.Errorf("server %s: cgroup measured no CPU (%+v, %v)", h.Name, u, err)
+		}
+	}
+
+	// faults: a stopped node is frozen, a killed one is gone and restarts
+	s2 := tb.Servers()[1]
+	if err := tb.Signal(s2, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "s2's node to exit", func() bool { return !Running(s2.PID) })
+	if err := tb.Start(ctx, s2); err != nil {
+		t.Fatalf("restart s2: %v", err)
+	}
+	if err := tb.Cut(ctx, s2); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Heal(ctx, s2); err != nil {
+		t.Fatal(err)
+	}
+
+	pids := []int{}
+	for _, h := range tb.Servers() {
+		pids = append(pids, h.PID)
+	}
+	if err := tb.Down(ctx); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	left, err := Leftovers(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !left.Empty() {
+		t.Errorf("left behind: %v", left)
+	}
+	for _, pid := range pids {
+		if Running(pid) {
+			t.Errorf("node process %d still runs", pid)
+		}
+	}
+	mounts, _ := os.ReadFile("/proc/mounts")
+	if strings.Contains(string(mounts), cfg.Dir) {
+		t.Errorf("tmpfs still mounted under %s", cfg.Dir)
+	}
+	if _, err := os.Stat(cfg.Dir); !os.IsNotExist(err) {
+		t.Errorf("testbed directory %s still exists (%v)", cfg.Dir, err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,147 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// Up creates the testbed described by cfg and starts a mure node on every
+// server host, joined into one cluster. On failure, and when ctx is
+// cancelled, it removes whatever it had created.
+func Up(ctx context.Context, cfg Config) (tb *Testbed, err error) {
+	if err := checkRoot(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(statePath(cfg.Dir)); err == nil {
+		return nil, fmt.Errorf("a testbed is already up in %s: `mure testbed down` first", cfg.Dir)
+	}
+	if err := checkSubnetFree(ctx, cfg.Subnet); err != nil {
+		return nil, err
+	}
+	tb = &Testbed{Config: cfg, Bridge: cfg.Prefix + "br"}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("testbed directory: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tb.Down(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := tb.save(); err != nil {
+		return tb, err
+	}
+	if err := tb.mountData(ctx); err != nil {
+		return tb, err
+	}
+	if err := addBridge(ctx, tb.Bridge, cfg.Subnet); err != nil {
+		return tb, err
+	}
+	for i := range cfg.Servers {
+		if err := tb.addHost(ctx, true, i); err != nil {
+			return tb, err
+		}
+	}
+	for i := range cfg.Clients {
+		if err := tb.addHost(ctx, false, i); err != nil {
+			return tb, err
+		}
+	}
+	if err := tb.startNodes(ctx); err != nil {
+		return tb, err
+	}
+	return tb, tb.save()
+}
+
+// mountData puts a tmpfs under the testbed's directory for the nodes' data:
+// the machine's one disk cannot be split into a disk per host, so every
+// host gets memory instead (fsync costs nothing there; the single-node
+// figures measure the disk).
+func (tb *Testbed) mountData(ctx context.Context) error {
+	dir := filepath.Join(tb.Config.Dir, "data")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if _, err := run(ctx, "mount", "-t", "tmpfs", "-o", "size="+strconv.Itoa(tb.Config.DataMB)+"m", tb.Config.Prefix+"data", dir); err != nil {
+		return err
+	}
+	tb.Mount = dir
+	return tb.save()
+}
+
+// addHost creates server or client host i.
+func (tb *Testbed) addHost(ctx context.Context, server bool, i int) error {
+	name, link, cpu := "c"+strconv.Itoa(i+1), tb.Config.ClientLink, tb.Config.ClientCPU
+	if server {
+		name, link, cpu = "s"+strconv.Itoa(i+1), tb.Config.ServerLink, tb.Config.ServerCPU
+	}
+	h := &Host{Name: name, Server: server, NS: tb.Config.Prefix + name, Veth: tb.Config.Prefix + name,
+		Addr: hostAddr(tb.Config.Subnet, server, i), Link: link, CPU: cpu}
+	tb.Hosts = append(tb.Hosts, h)
+	if err := tb.save(); err != nil {
+		return err
+	}
+	if err := addHost(ctx, h.NS, h.Veth, tb.Bridge, h.Addr, link); err != nil {
+		return fmt.Errorf("host %s: %w", name, err)
+	}
+	cg, err := newCgroup(h.NS, cpu, tb.Config.MemoryMB)
+	if err != nil {
+		return fmt.Errorf("host %s: %w", name, err)
+	}
+	h.Cgroup = cg
+	return tb.save()
+}
+
+// Down stops every process of the testbed and removes what it created.
+// It goes on past errors and returns them all.
+func (tb *Testbed) Down(ctx context.Context) error {
+	var errs []error
+	for _, h := range tb.Hosts {
+		if h.PID > 0 {
+			_ = killPID(h.PID)
+		}
+		if h.Cgroup != nil {
+			errs = append(errs, h.Cgroup.remove(ctx))
+		}
+	}
+	for _, h := range tb.Hosts {
+		// the link first: a namespace's devices go only when the kernel
+		// gets round to destroying it, after this returns
+		if _, err := run(ctx, "ip", "link", "del", h.Veth); err != nil && linkExists(ctx, h.Veth) {
+			errs = append(errs, err)
+		}
+		if _, err := run(ctx, "ip", "netns", "del", h.NS); err != nil && nsExists(ctx, h.NS) {
+			errs = append(errs, err)
+		}
+	}
+	if tb.Bridge != "" {
+		if _, err := run(ctx, "ip", "link", "del", tb.Bridge); err != nil && linkExists(ctx, tb.Bridge) {
+			errs = append(errs, err)
+		}
+	}
+	if tb.Mount != "" {
+		if err := syscall.Unmount(tb.Mount, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", tb.Mount, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	// only what Up made: the directory may be one the user chose
+	dir := tb.Config.Dir
+	errs = append(errs, os.RemoveAll(filepath.Join(dir, "logs")), os.Remove(filepath.Join(dir, "data")),
+		os.Remove(statePath(dir)), os.Remove(dir))
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
