@@ -1,6 +1,6 @@
 # The project's vocabulary. Each target is a thin wrapper: the real commands
 # live in scripts/ so that CI and the README use exactly the same ones.
-.PHONY: build run test test-race test-robustness lint cluster clean
+.PHONY: build run test test-race test-robustness lint cluster clean bench-000 bench-000-quick
 
 build:
 	go build -o bin/mure ./cmd/mure
@@ -15,6 +15,14 @@ test test-race:
 # (about 8 minutes; bounded by -timeout).
 test-robustness:
 	MURE_ROBUSTNESS_RUNS=20 go test -count=1 -timeout 30m -run TestLinearizabilityUnderFaults -v ./systest
+
+# Paper 000 on the emulated-host testbed (root): the full grid (~1 hour) or
+# a quick subset (~12 minutes). See docs/benchmarks.md.
+bench-000:
+	bash scripts/bench/000.sh full
+
+bench-000-quick:
+	bash scripts/bench/000.sh quick
 
 lint:
 	gofmt -l . && go vet ./...

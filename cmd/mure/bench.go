@@ -38,6 +38,7 @@ func newBenchFlagSet(stderr io.Writer) (*flag.FlagSet, *benchFlags) {
 		for _, s := range bench.Scenarios() {
 			fmt.Fprintf(stderr, "  %-14s %s\n", s.Name, s.Summary)
 		}
+		fmt.Fprintf(stderr, "  %-14s %s\n", "combine", "FILE.json... : set saved reports side by side (--json, --chart, --label)")
 		fmt.Fprintf(stderr, "\nflags:\n")
 		fs.PrintDefaults()
 	}
@@ -75,6 +76,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) == 0 {
 		return usageError(fs, "missing SCENARIO")
 	}
+	if pos[0] == "combine" {
+		return combineReports(pos[1:], bf, stdout)
+	}
 	if err := checkArgs(fs, pos, 1, 1); err != nil {
 		return err
 	}
@@ -102,6 +106,28 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("interrupted: the table shows the runs done")
 	}
 	return runErr
+}
+
+// combineReports is `mure bench combine A.json B.json ...`: the reports'
+// groups side by side in one table (and JSON, chart), labelled by report.
+func combineReports(files []string, bf *benchFlags, stdout io.Writer) error {
+	if len(files) == 0 {
+		return errors.New("combine: give the JSON reports to combine")
+	}
+	var reps []*bench.Report
+	for _, f := range files {
+		r, err := bench.ReadJSON(f)
+		if err != nil {
+			return err
+		}
+		reps = append(reps, r)
+	}
+	rep, err := bench.Combine(reps)
+	if err != nil {
+		return err
+	}
+	rep.Label = bf.label
+	return writeBenchOutputs(stdout, bf, rep)
 }
 
 // writeBenchOutputs prints the report's table and writes its JSON and chart

@@ -64,8 +64,10 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(201)
 		fmt.Fprintf(w, `{"path":%q,"version":1,"etag":"e","size":%d}`, p, len(b))
-	case http.MethodGet:
-		f.gets.Add(1)
+	case http.MethodGet, http.MethodHead:
+		if r.Method == http.MethodGet {
+			f.gets.Add(1)
+		}
 		f.mu.Lock()
 		b, ok := f.files[p]
 		f.mu.Unlock()

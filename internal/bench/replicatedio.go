@@ -188,10 +188,14 @@ func (s *ioSet) setup(ctx context.Context, p *Params, clients []*nodeClient, seq
 	return err
 }
 
-// waitReadable reads path until it succeeds at full length.
+// waitReadable asks for path (HEAD: the same judgment as a read, without
+// moving the content again) until its node answers with the full length.
 func waitReadable(ctx context.Context, c *nodeClient, path string, size int64) error {
 	for {
-		_, err := readWhole(ctx, c.setup, path, size)
+		fi, err := c.setup.Stat(ctx, path)
+		if err == nil && fi.Size != size {
+			err = &LengthError{Path: path, Got: fi.Size, Want: size}
+		}
 		if err == nil {
 			return nil
 		}
