@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -184,8 +185,50 @@ func (s *ioSet) setup(ctx context.Context, p *Params, clients []*nodeClient, seq
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	p.status("setup: waiting until replication of the %s files is done", FormatSize(s.size))
+	err = waitQuiet(ctx, clients)
 	p.status("")
 	return err
+}
+
+// quietTimeout bounds the wait for background replication after a setup.
+const quietTimeout = 10 * time.Minute
+
+// waitQuiet polls every node's status until no file is suspended, pending,
+// under-replicated or waiting to be fetched: a measured run must not share
+// the links with the setup's replication.
+func waitQuiet(ctx context.Context, clients []*nodeClient) error {
+	ctx, cancel := context.WithTimeout(ctx, quietTimeout)
+	defer cancel()
+	seen := map[string]bool{}
+	for _, c := range clients {
+		if seen[c.node] {
+			continue
+		}
+		seen[c.node] = true
+		for {
+			raw, err := c.setup.Status(ctx)
+			var st struct {
+				Files map[string]int `json:"files"`
+			}
+			if err == nil {
+				err = json.Unmarshal(raw, &st)
+			}
+			f := st.Files
+			if err == nil && f["suspended"]+f["pending"]+f["under_replicated"]+f["backlog"] == 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("setup: replication not done on %s: %w (files %v, last error %v)", c.node, ctx.Err(), f, err)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
 
 // waitReadable asks for path (HEAD: the same judgment as a read, without

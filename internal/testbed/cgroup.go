@@ -14,6 +14,9 @@ import (
 
 const cgroupRoot = "/sys/fs/cgroup"
 
+// cfsPeriod is the CPU scheduler's accounting period of a host, in µs.
+const cfsPeriod = 10000
+
 // Cgroup is one host's control groups: a directory per hierarchy (v1) or
 // one directory (v2). CPU is where the quota is set, Memory where memory
 // is limited and accounted.
@@ -56,7 +59,10 @@ func ownCgroups() (map[string]string, error) {
 // this process's own cgroups, so that the machine's limits still apply.
 func newCgroup(name string, cores float64, memMB int) (*Cgroup, error) {
 	cg := &Cgroup{}
-	quota := int64(cores * 100000)
+	// A short period spreads the quota: with the default 100 ms, a host at
+	// 0.2 core would run 20 ms and then stall 80 ms, which no real CPU does
+	// and which leaves its link idle.
+	quota := max(int64(cores*cfsPeriod), 1000)
 	if isV2() {
 		cg.V2 = true
 		// enabling controllers for children is allowed at the root
@@ -66,7 +72,7 @@ func newCgroup(name string, cores float64, memMB int) (*Cgroup, error) {
 			return nil, fmt.Errorf("cgroup %s: %w", dir, err)
 		}
 		cg.Dirs, cg.CPU, cg.Memory = []string{dir}, dir, dir
-		err := os.WriteFile(filepath.Join(dir, "cpu.max"), fmt.Appendf(nil, "%d 100000", quota), 0o644)
+		err := os.WriteFile(filepath.Join(dir, "cpu.max"), fmt.Appendf(nil, "%d %d", quota, cfsPeriod), 0o644)
 		if err == nil && memMB > 0 {
 			err = os.WriteFile(filepath.Join(dir, "memory.max"), fmt.Appendf(nil, "%d", int64(memMB)<<20), 0o644)
 		}
@@ -105,7 +111,10 @@ func newCgroup(name string, cores float64, memMB int) (*Cgroup, error) {
 			cg.Memory = dir
 		}
 	}
-	err = os.WriteFile(filepath.Join(cg.CPU, "cpu.cfs_quota_us"), []byte(strconv.FormatInt(quota, 10)), 0o644)
+	err = os.WriteFile(filepath.Join(cg.CPU, "cpu.cfs_period_us"), []byte(strconv.Itoa(cfsPeriod)), 0o644)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(cg.CPU, "cpu.cfs_quota_us"), []byte(strconv.FormatInt(quota, 10)), 0o644)
+	}
 	if err == nil && memMB > 0 && cg.Memory != "" {
 		err = os.WriteFile(filepath.Join(cg.Memory, "memory.limit_in_bytes"), fmt.Appendf(nil, "%d", int64(memMB)<<20), 0o644)
 	}
