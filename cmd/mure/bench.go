@@ -38,7 +38,7 @@ func newBenchFlagSet(stderr io.Writer) (*flag.FlagSet, *benchFlags) {
 		for _, s := range bench.Scenarios() {
 			fmt.Fprintf(stderr, "  %-14s %s\n", s.Name, s.Summary)
 		}
-		fmt.Fprintf(stderr, "  %-14s %s\n", "combine", "FILE.json... : set saved reports side by side (--json, --chart, --label)")
+		fmt.Fprintf(stderr, "  %-14s %s\n", "combine", "FILE.json... : set saved reports side by side (--json, --chart, --label; --op, --sets filter)")
 		fmt.Fprintf(stderr, "\nflags:\n")
 		fs.PrintDefaults()
 	}
@@ -77,7 +77,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError(fs, "missing SCENARIO")
 	}
 	if pos[0] == "combine" {
-		return combineReports(pos[1:], bf, stdout)
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		return combineReports(pos[1:], bf, set, stdout)
 	}
 	if err := checkArgs(fs, pos, 1, 1); err != nil {
 		return err
@@ -110,7 +112,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // combineReports is `mure bench combine A.json B.json ...`: the reports'
 // groups side by side in one table (and JSON, chart), labelled by report.
-func combineReports(files []string, bf *benchFlags, stdout io.Writer) error {
+// --op and --sets, when given, keep only the groups of those operations and
+// set kinds.
+func combineReports(files []string, bf *benchFlags, set map[string]bool, stdout io.Writer) error {
 	if len(files) == 0 {
 		return errors.New("combine: give the JSON reports to combine")
 	}
@@ -127,6 +131,18 @@ func combineReports(files []string, bf *benchFlags, stdout io.Writer) error {
 		return err
 	}
 	rep.Label = bf.label
+	keep := func(flagName, value, got string) bool {
+		return !set[flagName] || slices.Contains(strings.Split(value, ","), got)
+	}
+	groups := rep.Groups[:0]
+	for _, g := range rep.Groups {
+		if keep("op", bf.op, g.Op) && keep("sets", bf.sets, g.Sets) {
+			groups = append(groups, g)
+		}
+	}
+	if rep.Groups = groups; len(groups) == 0 {
+		return errors.New("combine: --op/--sets left nothing")
+	}
 	return writeBenchOutputs(stdout, bf, rep)
 }
 

@@ -5,52 +5,23 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mure-dev/mure/internal/bench"
+	"github.com/mure-dev/mure/internal/testcluster"
 )
 
-// benchNode is the minimal file API: PUT stores, GET returns.
-type benchNode struct {
-	mu    sync.Mutex
-	files map[string][]byte
-}
-
-func (n *benchNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p := strings.TrimPrefix(r.URL.Path, "/files/")
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	switch r.Method {
-	case http.MethodPut:
-		b, _ := io.ReadAll(r.Body)
-		n.files[p] = b
-		w.WriteHeader(201)
-		fmt.Fprintf(w, `{"path":%q,"size":%d}`, p, len(b))
-	case http.MethodGet:
-		b, ok := n.files[p]
-		if !ok {
-			w.WriteHeader(404)
-			io.WriteString(w, `{"error":"no","code":"not_found"}`)
-			return
-		}
-		w.Write(b)
-	}
-}
-
+// newBenchNode starts a real single-node cluster and returns its client
+// address.
 func newBenchNode(t *testing.T) string {
-	s := httptest.NewServer(&benchNode{files: map[string][]byte{}})
-	t.Cleanup(s.Close)
-	return strings.TrimPrefix(s.URL, "http://")
+	c := testcluster.Start(t, 1)
+	return c.HTTPAddr(0)
 }
 
 func runBenchArgs(args ...string) (string, string, error) {
@@ -65,14 +36,14 @@ func TestBenchReplicatedIO(t *testing.T) {
 	jsonFile, chart := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.svg")
 	out, errOut, err := runBenchArgs("replicated-io", "--node", node, "--clients", "2", "--files", "3",
 		"--sizes", "1K,4K", "--op", "read,write", "--sets", "own,common", "--count", "10",
-		"--json", jsonFile, "--chart", chart, "--label", "fake")
+		"--json", jsonFile, "--chart", chart, "--label", "one node")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errOut)
 	}
 	if errOut != "" {
 		t.Errorf("stderr not a terminal, yet: %q", errOut)
 	}
-	for _, want := range []string{"mure bench replicated-io — fake", "10 requests per run", "read own", "write common", "MB/s"} {
+	for _, want := range []string{"mure bench replicated-io — one node", "10 requests per run", "read own", "write common", "MB/s"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
 		}

@@ -24,6 +24,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var join, keyFile, configFile, timing, logLevel string
 	fs.StringVar(&cfg.DataDir, "data", "", "data directory (required); holds the node's identity, raft state and files")
 	fs.StringVar(&cfg.HTTPAddr, "http", node.DefaultHTTPAddr, "client API listen address")
+	fs.StringVar(&cfg.FastHTTPAddr, "http-fast", "", "fast read lane listen address: GET/HEAD of whole local files on fasthttp, the rest redirected to --http (default: off)")
+	fs.StringVar(&cfg.PprofAddr, "pprof", "", "serve Go's profiler (/debug/pprof/) on this `ADDR` (keep it on loopback; default: off)")
 	fs.StringVar(&cfg.AdvertiseHTTP, "advertise-http", "", "client API address given to clients in redirects (default: --http)")
 	fs.StringVar(&cfg.PeerAddr, "peer", node.DefaultPeerAddr, "node-to-node listen address (gossip, raft and replication, TCP and UDP)")
 	fs.StringVar(&cfg.Advertise, "advertise", "", "peer address other nodes dial, when --peer's is not reachable (IP:port)")
@@ -34,6 +36,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 256, "client requests executed at once; more wait")
 	fs.IntVar(&cfg.MaxQueue, "max-queue", 1024, "client requests waiting for a slot; beyond, 503 with Retry-After")
 	fs.Int64Var(&cfg.CacheBytes, "cache", 64<<20, "memory cache for small files, in bytes (0 disables)")
+	fs.DurationVar(&cfg.ScrubPeriod, "scrub-period", 24*time.Hour, "read back every local replica to check its checksum once per this period (0 disables the scrub)")
+	fs.Int64Var(&cfg.ScrubRate, "scrub-rate", 64<<20, "cap on the scrub's disk reading, in bytes per second (0: no cap)")
 	fs.StringVar(&configFile, "config", "", "file of 'flag = value' lines (flag names as above); command-line flags win")
 	fs.StringVar(&timing, "timing", "default", "failure-detection timings: default, or fast (tests on one machine)")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
@@ -58,6 +62,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if join != "" {
 		cfg.Join = strings.Split(join, ",")
+	}
+	// On the command line 0 means off / no cap; in node.Config, negative.
+	if cfg.ScrubPeriod <= 0 {
+		cfg.ScrubPeriod = -1
+	}
+	if cfg.ScrubRate <= 0 {
+		cfg.ScrubRate = -1
 	}
 	cfg.Key = os.Getenv("MURE_KEY")
 	if keyFile != "" {
@@ -87,6 +98,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "mure node %s (cluster %s)\n  client API  http://%s\n  peer        %s\n  data        %s\n",
 		n.ID(), n.ClusterID(), n.HTTPAddr(), n.PeerAddr(), cfg.DataDir)
+	if a := n.FastAddr(); a != "" {
+		fmt.Fprintf(stdout, "  fast reads  http://%s\n", a)
+	}
 	if n.NewKey {
 		fmt.Fprintf(stdout, "  new cluster key in %s: other nodes join with --key-file %s --join %s\n", n.KeyPath(), n.KeyPath(), n.PeerAddr())
 	}

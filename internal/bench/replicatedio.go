@@ -194,22 +194,35 @@ func (s *ioSet) setup(ctx context.Context, p *Params, clients []*nodeClient, seq
 	return err
 }
 
-// quietTimeout bounds the wait for background replication after a setup.
-const quietTimeout = 10 * time.Minute
+// quietTimeout bounds the wait for background replication after a setup;
+// quietFor is how long every node must stay quiet, longer than the default
+// idle resumption delay (1 s) after which the setup's last files start
+// replicating.
+const (
+	quietTimeout = 10 * time.Minute
+	quietFor     = 3 * time.Second
+)
 
-// waitQuiet polls every node's status until no file is suspended, pending,
-// under-replicated or waiting to be fetched: a measured run must not share
-// the links with the setup's replication.
+// waitQuiet polls every node's status until, for quietFor on end, no file
+// is pending, under-replicated or waiting to be fetched: a measured run
+// must not share the links with the setup's replication. Suspended files
+// (their writer holds the right; replication waits for the resumption
+// policy) move nothing and do not count.
 func waitQuiet(ctx context.Context, clients []*nodeClient) error {
 	ctx, cancel := context.WithTimeout(ctx, quietTimeout)
 	defer cancel()
+	var nodes []*nodeClient
 	seen := map[string]bool{}
 	for _, c := range clients {
-		if seen[c.node] {
-			continue
+		if !seen[c.node] {
+			seen[c.node] = true
+			nodes = append(nodes, c)
 		}
-		seen[c.node] = true
-		for {
+	}
+	var since time.Time // when every node was last seen quiet, all along
+	for {
+		quiet, why := true, ""
+		for _, c := range nodes {
 			raw, err := c.setup.Status(ctx)
 			var st struct {
 				Files map[string]int `json:"files"`
@@ -218,17 +231,25 @@ func waitQuiet(ctx context.Context, clients []*nodeClient) error {
 				err = json.Unmarshal(raw, &st)
 			}
 			f := st.Files
-			if err == nil && f["suspended"]+f["pending"]+f["under_replicated"]+f["backlog"] == 0 {
+			if err != nil || f["pending"]+f["under_replicated"]+f["backlog"] > 0 {
+				quiet, why = false, fmt.Sprintf("%s: files %v, error %v", c.node, f, err)
 				break
 			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("setup: replication not done on %s: %w (files %v, last error %v)", c.node, ctx.Err(), f, err)
-			case <-time.After(200 * time.Millisecond):
-			}
+		}
+		switch {
+		case !quiet:
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) >= quietFor:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("setup: replication not done: %w (%s)", ctx.Err(), why)
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return nil
 }
 
 // waitReadable asks for path (HEAD: the same judgment as a read, without

@@ -17,12 +17,18 @@ import (
 )
 
 // handleBlobGet serves a committed blob to a peer that is resuming its
-// replica. Peers are authenticated by the transport.
+// replica. Peers are authenticated by the transport. A blob that fails its
+// checksum check is not served (or, found mid-stream, the response is cut
+// short; the peer checks the sum of what it receives anyway).
 func (s *Service) handleBlobGet(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	b, err := s.st.Open(q.Get("path"), q.Get("id"))
+	path, id := q.Get("path"), q.Get("id")
+	b, err := s.st.Open(path, id)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrChecksum) {
+			s.lostBlob(path, id, err)
+		}
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrChecksum) {
 			api.Error(w, http.StatusNotFound, api.CodeNotFound, "no such blob here")
 			return
 		}
@@ -37,6 +43,17 @@ func (s *Service) handleBlobGet(w http.ResponseWriter, r *http.Request) {
 	}
 	n, _ := io.Copy(w, src)
 	s.metrics.replicaBytesOut.Add(float64(n))
+	if err := b.CheckErr(); err != nil {
+		s.lostBlob(path, id, err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// lostBlob is lost for a blob known by path and id.
+func (s *Service) lostBlob(path, id string, err error) {
+	if f := s.fsm.File(path); f.Exists() && f.BlobID == id {
+		s.lost(f, err)
+	}
 }
 
 // handleBlobPut stores a blob pushed by a writer (the standby copy) and
@@ -202,7 +219,8 @@ func (s *Service) pushBlob(ctx context.Context, peer string, blob store.Info) er
 	return nil
 }
 
-// fetchBlob copies f's current blob from a node holding it.
+// fetchBlob copies f's current blob from a node holding it, within the
+// node's replication.rate (shared with its other fetches).
 func (s *Service) fetchBlob(ctx context.Context, from string, f *meta.File) error {
 	_, peer, ok := s.nodeAddrs(from)
 	if !ok {
@@ -221,7 +239,8 @@ func (s *Service) fetchBlob(ctx context.Context, from string, f *meta.File) erro
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("fetch %s from %s: status %d", f.Path, from, resp.StatusCode)
 	}
-	_, err = s.storeBlob(f.Path, f.BlobID, f.Sum, f.Size, resp.Body)
+	body := &throttledReader{ctx: ctx, r: resp.Body, t: s.throttle, m: s.metrics}
+	_, err = s.storeBlob(f.Path, f.BlobID, f.Sum, f.Size, body)
 	if err == nil {
 		s.metrics.replicaBytesIn.Add(float64(f.Size))
 	}

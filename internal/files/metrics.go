@@ -5,7 +5,10 @@ import "github.com/prometheus/client_golang/prometheus"
 // Metrics are the file service's Prometheus series (mure_files_*).
 type Metrics struct {
 	localReads, writes, deletes, invalidations, leaseWaits, releases, resumed prometheus.Counter
+	lostReplicas, dropped                                                     prometheus.Counter
 	bytesIn, bytesOut, replicaBytesIn, replicaBytesOut                        prometheus.Counter
+	replicationBytes, throttleWait                                            prometheus.Counter
+	replicationRate                                                           prometheus.Gauge
 	redirects                                                                 *prometheus.CounterVec
 	backlog                                                                   prometheus.Gauge
 }
@@ -24,18 +27,27 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		leaseWaits:      c("lease_waits_total", "Invalidations that had to wait for a node's read lease to expire."),
 		releases:        c("releases_total", "Write rights released by this node (replication resumed)."),
 		resumed:         c("replicas_resumed_total", "Replicas this node brought up to date."),
+		lostReplicas:    c("replicas_lost_total", "Replicas of current versions found corrupt (quarantined) or missing on this node."),
+		dropped:         c("replicas_dropped_total", "Lost replicas removed from the catalogue's valid set (then re-replicated)."),
 		bytesIn:         c("written_bytes_total", "Bytes of file content written by clients to this node."),
 		bytesOut:        c("read_bytes_total", "Bytes of file content served to clients by this node."),
 		replicaBytesIn:  c("replica_in_bytes_total", "Bytes received from peers (standby copies and resumption)."),
 		replicaBytesOut: c("replica_out_bytes_total", "Bytes sent to peers (standby copies and resumption)."),
+		replicationBytes: c("replication_bytes_total",
+			"Bytes fetched from peers to copy replicas (re-replication, repair, resumption), counted as they arrive; capped by replication.rate."),
+		throttleWait: c("replication_throttle_seconds_total",
+			"Time replica fetches waited for the replication.rate cap, summed over concurrent fetches."),
+		replicationRate: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "files", Name: "replication_rate_bytes",
+			Help: "The replication.rate cap in force on this node, bytes per second (0: no cap)."}),
 		redirects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Subsystem: "files", Name: "redirects_total",
 			Help: "Requests redirected to another node, by method."}, []string{"method"}),
 		backlog: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "files", Name: "replication_backlog_files",
 			Help: "Files this node should hold but whose current version it does not have yet."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.localReads, m.writes, m.deletes, m.invalidations, m.leaseWaits, m.releases, m.resumed,
-			m.bytesIn, m.bytesOut, m.replicaBytesIn, m.replicaBytesOut, m.redirects, m.backlog)
+		reg.MustRegister(m.localReads, m.writes, m.deletes, m.invalidations, m.leaseWaits, m.releases, m.resumed, m.lostReplicas, m.dropped,
+			m.bytesIn, m.bytesOut, m.replicaBytesIn, m.replicaBytesOut,
+			m.replicationBytes, m.throttleWait, m.replicationRate, m.redirects, m.backlog)
 	}
 	return m
 }

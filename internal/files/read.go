@@ -2,6 +2,7 @@ package files
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -42,39 +43,25 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := parseReadOpts(r)
-	// Fence and lease first, the record after: the record is then at least
-	// as new as the state they were judged on (a record read earlier could
-	// predate the very write the fence is about).
-	applied := s.fsm.Applied()
-	fc, fenced := s.fences.check(p, applied)
-	leased := s.cl.HasReadLease()
+	j := s.judgeRead(r.Context(), p)
 	if s.cfg.Explain {
 		// The state this answer was judged on, for whoever has to explain it.
-		w.Header().Set("X-Mure-Judged", fmt.Sprintf("applied=%d fenced=%v leased=%v lease=%s", applied, fenced, leased, s.cl.LeaseInfo()))
+		w.Header().Set("X-Mure-Judged", fmt.Sprintf("applied=%d fenced=%v leased=%v lease=%s", j.applied, j.fenced, j.leased, s.cl.LeaseInfo()))
 	}
-	f := s.fsm.File(p)
-	if f != nil && f.Pending && !s.cfg.UnsafeReads {
-		// No node answers for a version until the leader has fenced every
-		// node that could still answer for the one before.
-		if f = s.awaitSettled(r.Context(), p); f != nil && f.Pending {
-			pendingError(w)
-			return
-		}
-	}
-	if s.cfg.UnsafeReads && f.Exists() && s.serveLocal(w, r, f) {
+	if j.pending {
+		pendingError(w)
 		return
 	}
-	if f.Exists() && f.IsValidOn(s.self) && !fenced && (leased || o.stale) {
-		if s.serveLocal(w, r, f) {
-			if f.Holder == s.self {
-				s.resumer.read(p, f.Grant, clientID(r))
-			}
-			return
+	f, fenced, leased := j.f, j.fenced, j.leased
+	if j.mayServe(s, o.stale) && s.serveLocal(w, r, f) {
+		if f.Holder == s.self {
+			s.resumer.read(p, f.Grant, clientID(r))
 		}
+		return
 	}
 	switch {
 	case fenced:
-		s.redirect(w, r, o.hop, fc.hint)
+		s.redirect(w, r, o.hop, j.hint)
 	case !leased && !f.Exists():
 		api.Unavailable(w, 1, api.CodeNoQuorum, "this node cannot confirm its view with the cluster leader (no read lease); retry on another node, or add ?stale=1 to accept a possibly old copy")
 	case !f.Exists():
@@ -97,11 +84,21 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveLocal writes the local copy of f; false when the copy is missing
-// (the caller then redirects).
+// or failed its checksum check (the caller then redirects). A copy found
+// corrupt while it is sent aborts the response: the client sees the
+// connection close before Content-Length bytes, never wrong bytes as a
+// complete answer.
 func (s *Service) serveLocal(w http.ResponseWriter, r *http.Request, f *meta.File) bool {
 	b, err := s.st.Open(f.Path, f.BlobID)
 	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
+		switch {
+		case errors.Is(err, store.ErrChecksum):
+			s.lost(f, err)
+		case errors.Is(err, store.ErrNotFound):
+			if s.missing(f) {
+				s.lost(f, err)
+			}
+		default:
 			s.log.Error("open replica", "path", f.Path, "blob", f.BlobID, "err", err)
 		}
 		return false
@@ -113,7 +110,7 @@ func (s *Service) serveLocal(w http.ResponseWriter, r *http.Request, f *meta.Fil
 	h["X-Mure-Sha256"] = []string{f.Sum}
 	h["Content-Type"] = []string{"application/octet-stream"}
 	h["Accept-Ranges"] = []string{"bytes"}
-	var content io.ReadSeeker = b
+	var content io.ReadSeeker = b // checked as it is read, until verified
 	if data := b.Bytes(); data != nil {
 		content = bytes.NewReader(data)
 	} else if file := b.File(); file != nil {
@@ -123,7 +120,23 @@ func (s *Service) serveLocal(w http.ResponseWriter, r *http.Request, f *meta.Fil
 	if r.Method == http.MethodGet {
 		s.metrics.bytesOut.Add(float64(f.Size))
 	}
+	if data := b.Bytes(); data != nil && plainRead(r) {
+		// A whole small file from memory: one buffered write with the
+		// headers. ServeContent would copy through ReadFrom, which flushes
+		// the headers in a write of their own.
+		h["Last-Modified"] = []string{f.Modified.UTC().Format(http.TimeFormat)}
+		h["Content-Length"] = []string{strconv.Itoa(len(data))}
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			w.Write(data)
+		}
+		return true
+	}
 	http.ServeContent(w, r, "", f.Modified, content)
+	if err := b.CheckErr(); err != nil {
+		s.lost(f, err)
+		panic(http.ErrAbortHandler) // close the connection mid-body
+	}
 	return true
 }
 
@@ -186,4 +199,53 @@ func clientID(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// plainRead reports whether r asks for a whole file without conditions.
+func plainRead(r *http.Request) bool {
+	h := r.Header
+	return len(h["Range"]) == 0 && len(h["If-Match"]) == 0 && len(h["If-None-Match"]) == 0 &&
+		len(h["If-Modified-Since"]) == 0 && len(h["If-Unmodified-Since"]) == 0 && len(h["If-Range"]) == 0
+}
+
+// readJudgment is what a node knows when it judges a read of one path:
+// fence and lease first, the record after, so that the record is at least
+// as new as the state they were judged on (a record read earlier could
+// predate the very write the fence is about).
+type readJudgment struct {
+	applied uint64
+	fenced  bool
+	hint    string // a fenced path: the node the writer is on
+	leased  bool
+	f       *meta.File
+	pending bool // still being made visible after the settle wait: 503
+}
+
+// judgeRead gathers the judgment of a read of p. A pending version is
+// waited for: no node answers for a version until the leader has fenced
+// every node that could still answer for the one before.
+func (s *Service) judgeRead(ctx context.Context, p string) readJudgment {
+	j := readJudgment{applied: s.fsm.Applied()}
+	fc, fenced := s.fences.check(p, j.applied)
+	j.fenced, j.hint = fenced, fc.hint
+	j.leased = s.cl.HasReadLease()
+	j.f = s.fsm.File(p)
+	if j.f != nil && j.f.Pending && !s.cfg.UnsafeReads {
+		if j.f = s.awaitSettled(ctx, p); j.f != nil && j.f.Pending {
+			j.pending = true
+		}
+	}
+	return j
+}
+
+// mayServe reports whether the local copy may answer the read (stale: the
+// client accepts a copy this node cannot confirm with the leader).
+func (j *readJudgment) mayServe(s *Service, stale bool) bool {
+	if j.pending || !j.f.Exists() {
+		return false
+	}
+	if s.cfg.UnsafeReads {
+		return true
+	}
+	return j.f.IsValidOn(s.self) && !j.fenced && (j.leased || stale)
 }

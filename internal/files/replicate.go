@@ -70,6 +70,8 @@ func (s *Service) replicateLoop(ctx context.Context) {
 			pending[p] = time.Time{}
 		}
 		cfg := s.config()
+		s.throttle.setRate(cfg.ReplicationRate)
+		s.metrics.replicationRate.Set(float64(cfg.ReplicationRate))
 		now := time.Now()
 		backlog := 0
 		for p, notBefore := range pending {
@@ -87,7 +89,15 @@ func (s *Service) replicateLoop(ctx context.Context) {
 			f := s.fsm.File(p)
 			source, fetch := s.plan(f, cfg)
 			if !fetch {
-				s.collect(f)
+				// Collect only on a view known to be current (the lease
+				// requires having caught up with the leader), the record
+				// read after: a node that has just restarted replays its
+				// raft log, and its view may predate versions whose blobs
+				// are here (the newest, maybe the only copy).
+				if !s.cl.HasReadLease() {
+					continue
+				}
+				s.collect(s.fsm.File(p))
 				delete(pending, p)
 				continue
 			}

@@ -50,13 +50,24 @@ type Config struct {
 	// Explain adds X-Mure-Judged to read answers: the applied index, fence
 	// and lease they were judged on (debugging the protocol).
 	Explain bool
-	Logger  *slog.Logger
-	Metrics *Metrics
+	// ScrubPeriod is how often the background scrub reads every local
+	// replica to check it against its checksum; a pass is spread over the
+	// period. Shorter finds silent corruption sooner and costs more disk
+	// bandwidth. Negative: no scrub (replicas are then still checked when
+	// first opened after a start).
+	ScrubPeriod time.Duration
+	// ScrubRate caps the scrub's reading, in bytes per second, so that a
+	// large store takes longer than ScrubPeriod rather than competing with
+	// clients for the disk. Negative: no cap.
+	ScrubRate float64
+	Logger    *slog.Logger
+	Metrics   *Metrics
 }
 
 // DefaultConfig returns production defaults.
 func DefaultConfig() Config {
-	return Config{MaxBody: 5 << 30, MaxHops: 8, Fetchers: 4, WriteTimeout: 30 * time.Second, SettleWait: 3 * time.Second}
+	return Config{MaxBody: 5 << 30, MaxHops: 8, Fetchers: 4, WriteTimeout: 30 * time.Second, SettleWait: 3 * time.Second,
+		ScrubPeriod: 24 * time.Hour, ScrubRate: 64 << 20}
 }
 
 // Service is the file service of one node. It owns the invalidation fences,
@@ -72,8 +83,11 @@ type Service struct {
 
 	fences  fences
 	protect protected
+	drops   drops
 	resumer *resumer
-	backlog atomic.Int64
+	// throttle caps the replication worker's fetches (replication.rate).
+	throttle *throttle
+	backlog  atomic.Int64
 	// nodeHeader is the X-Mure-Node value, allocated once.
 	nodeHeader []string
 
@@ -99,6 +113,15 @@ func New(cfg Config, cl Cluster, st *store.Store) *Service {
 	if cfg.SettleWait <= 0 {
 		cfg.SettleWait = def.SettleWait
 	}
+	if cfg.ScrubPeriod == 0 {
+		cfg.ScrubPeriod = def.ScrubPeriod
+	}
+	switch {
+	case cfg.ScrubRate == 0:
+		cfg.ScrubRate = def.ScrubRate
+	case cfg.ScrubRate < 0:
+		cfg.ScrubRate = 0 // the store's "no cap"
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -108,18 +131,23 @@ func New(cfg Config, cl Cluster, st *store.Store) *Service {
 	s := &Service{cfg: cfg, cl: cl, fsm: cl.FSM(), st: st, log: cfg.Logger, self: cl.NodeID(), metrics: cfg.Metrics,
 		nodeHeader: []string{cl.NodeID()}}
 	s.fences.m = map[string]fence{}
+	s.drops.kick = make(chan struct{}, 1)
 	s.resumer = newResumer(s)
+	s.throttle = newThrottle()
 	return s
 }
 
-// Start launches the replication worker and the resumption policy.
+// Start launches the replication worker, the resumption policy, the
+// scrub and the reporting of lost replicas.
 func (s *Service) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.wg.Add(3)
+	s.wg.Add(5)
 	go func() { defer s.wg.Done(); s.replicateLoop(ctx) }()
 	go func() { defer s.wg.Done(); s.resumer.loop(ctx) }()
 	go func() { defer s.wg.Done(); s.settleLoop(ctx) }()
+	go func() { defer s.wg.Done(); s.scrubLoop(ctx) }()
+	go func() { defer s.wg.Done(); s.dropLoop(ctx) }()
 }
 
 // Close stops the background work and waits for it.

@@ -19,6 +19,8 @@ func (s *State) Apply(idx uint64, c Command) *Result {
 		r.File, r.Err = s.release(c)
 	case KindReplica:
 		r.File, r.Err = s.replica(c)
+	case KindDrop:
+		r.File, r.Err = s.drop(c)
 	case KindDelete:
 		r.File, r.Invalidated, r.Duplicate, r.Err = s.delete(idx, c)
 		r.Version = s.idemVersion(c.Idem, idx, r)
@@ -158,6 +160,23 @@ func (s *State) replica(c Command) (*File, error) {
 	f := cur.clone()
 	f.Valid = append(f.Valid, c.Node)
 	slices.Sort(f.Valid)
+	s.put(f)
+	return f, nil
+}
+
+// drop removes a node from the valid set of the current version. No
+// fence is needed: the node stopped serving the copy before reporting,
+// and a node that redirects a read to it is redirected on from there.
+func (s *State) drop(c Command) (*File, error) {
+	cur := s.File(c.Path)
+	switch {
+	case cur == nil || !cur.Exists() || cur.Version != c.Version:
+		return cur, fmt.Errorf("%w: %s is not at version %d", ErrStale, c.Path, c.Version)
+	case !cur.IsValidOn(c.Node):
+		return cur, nil
+	}
+	f := cur.clone()
+	f.Valid = without(f.Valid, c.Node)
 	s.put(f)
 	return f, nil
 }

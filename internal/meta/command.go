@@ -43,6 +43,11 @@ const (
 	KindNodeRemove Kind = "node_remove"
 )
 
+// KindDrop reports that Node no longer holds a valid copy of Version (it
+// failed a checksum check and was quarantined, or is missing): the
+// opposite of KindReplica.
+const KindDrop Kind = "drop"
+
 // Cond is a write precondition, checked against the current version.
 type Cond struct {
 	// IfMatch, when non-zero, requires the current live version to equal it.

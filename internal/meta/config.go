@@ -5,6 +5,8 @@ import (
 	"maps"
 	"strconv"
 	"time"
+
+	"github.com/mure-dev/mure/internal/bytesize"
 )
 
 // Cluster-wide settings, kept in the replicated state and changed with
@@ -24,15 +26,22 @@ const (
 	CfgResume      = "resume"
 	CfgResumeIdle  = "resume.idle"
 	CfgResumeReads = "resume.reads"
+	// CfgReplicationRate: cap on the bytes per second each node fetches
+	// to copy replicas (re-replication, repair, resumption), such as
+	// "64MiB" or "100M" (powers of 1024); "0" is no cap. The default,
+	// 64MiB (~0.54 Gbit/s), is ~5% of a 10 Gbit/s link; on 1 Gbit/s, 32MiB
+	// or less leaves clients most of the link (docs/operations.md).
+	CfgReplicationRate = "replication.rate"
 )
 
 // Defaults for every setting.
 var defaultConfig = map[string]string{
-	CfgReplication: "all",
-	CfgDurability:  "two",
-	CfgResume:      "idle",
-	CfgResumeIdle:  "1s",
-	CfgResumeReads: "3",
+	CfgReplication:     "all",
+	CfgDurability:      "two",
+	CfgResume:          "idle",
+	CfgResumeIdle:      "1s",
+	CfgResumeReads:     "3",
+	CfgReplicationRate: "64MiB",
 }
 
 // DefaultConfig returns a copy of the default settings.
@@ -64,8 +73,12 @@ func ValidateSetting(key, value string) error {
 		if n, err := strconv.Atoi(value); err != nil || n < 1 || n > 1000 {
 			return fmt.Errorf("%s must be a number of reads from 1 to 1000, not %q", key, value)
 		}
+	case CfgReplicationRate:
+		if n, err := bytesize.ParseRate(value); err != nil || n != 0 && n < 64<<10 {
+			return fmt.Errorf("%s must be bytes per second such as 64MiB or 100M (powers of 1024), at least 64KiB, or 0 for no cap, not %q", key, value)
+		}
 	default:
-		return fmt.Errorf("unknown setting %q (known: replication, durability, resume, resume.idle, resume.reads)", key)
+		return fmt.Errorf("unknown setting %q (known: replication, replication.rate, durability, resume, resume.idle, resume.reads)", key)
 	}
 	return nil
 }
@@ -78,6 +91,8 @@ type Config struct {
 	Resume      string
 	ResumeIdle  time.Duration
 	ResumeReads int
+	// ReplicationRate caps each node's replica fetches, bytes/s; 0: none.
+	ReplicationRate int64
 }
 
 // ParseConfig turns validated settings into a Config (defaults fill gaps).
@@ -96,5 +111,6 @@ func ParseConfig(m map[string]string) Config {
 	c.Resume = get(CfgResume)
 	c.ResumeIdle, _ = time.ParseDuration(get(CfgResumeIdle))
 	c.ResumeReads, _ = strconv.Atoi(get(CfgResumeReads))
+	c.ReplicationRate, _ = bytesize.ParseRate(get(CfgReplicationRate))
 	return c
 }

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -47,6 +48,19 @@ func TestValidateSetting(t *testing.T) {
 		{CfgResumeReads, "0", false},
 		{CfgResumeReads, "1001", false},
 		{CfgResumeReads, "x", false},
+		{CfgReplicationRate, "64MiB", true},
+		{CfgReplicationRate, "32MiB", true},
+		{CfgReplicationRate, "50MiB/s", true},
+		{CfgReplicationRate, "100M", true},
+		{CfgReplicationRate, "1.5G", true},
+		{CfgReplicationRate, "64KiB", true},
+		{CfgReplicationRate, "0", true},
+		{CfgReplicationRate, "63KiB", false},
+		{CfgReplicationRate, "100", false},
+		{CfgReplicationRate, "-1M", false},
+		{CfgReplicationRate, "fast", false},
+		{CfgReplicationRate, "10Mbit", false},
+		{CfgReplicationRate, "", false},
 		{"unknown", "1", false},
 		{"", "", false},
 		{"Replication", "all", false},
@@ -63,7 +77,7 @@ func TestValidateSetting(t *testing.T) {
 
 func TestDefaultsAreValid(t *testing.T) {
 	d := DefaultConfig()
-	if len(d) != 5 {
+	if len(d) != 6 {
 		t.Fatalf("DefaultConfig has %d keys: %v", len(d), d)
 	}
 	for k, v := range d {
@@ -80,7 +94,8 @@ func TestDefaultsAreValid(t *testing.T) {
 }
 
 func TestParseConfig(t *testing.T) {
-	def := Config{Replicas: 0, LocalOnly: false, Resume: "idle", ResumeIdle: time.Second, ResumeReads: 3}
+	const rate = 64 << 20 // replication.rate's default
+	def := Config{Replicas: 0, LocalOnly: false, Resume: "idle", ResumeIdle: time.Second, ResumeReads: 3, ReplicationRate: rate}
 	tests := []struct {
 		name string
 		in   map[string]string
@@ -89,12 +104,13 @@ func TestParseConfig(t *testing.T) {
 		{"nil map gives defaults", nil, def},
 		{"empty map gives defaults", map[string]string{}, def},
 		{"defaults map", DefaultConfig(), def},
-		{"replicas", map[string]string{CfgReplication: "3"}, Config{Replicas: 3, Resume: "idle", ResumeIdle: time.Second, ResumeReads: 3}},
+		{"replicas", map[string]string{CfgReplication: "3"}, Config{Replicas: 3, Resume: "idle", ResumeIdle: time.Second, ResumeReads: 3, ReplicationRate: rate}},
 		{"replication all", map[string]string{CfgReplication: "all"}, def},
-		{"local", map[string]string{CfgDurability: "local"}, Config{LocalOnly: true, Resume: "idle", ResumeIdle: time.Second, ResumeReads: 3}},
+		{"local", map[string]string{CfgDurability: "local"}, Config{LocalOnly: true, Resume: "idle", ResumeIdle: time.Second, ResumeReads: 3, ReplicationRate: rate}},
 		{"two", map[string]string{CfgDurability: "two"}, def},
-		{"everything", map[string]string{CfgReplication: "2", CfgDurability: "local", CfgResume: "reads", CfgResumeIdle: "250ms", CfgResumeReads: "10"},
-			Config{Replicas: 2, LocalOnly: true, Resume: "reads", ResumeIdle: 250 * time.Millisecond, ResumeReads: 10}},
+		{"everything", map[string]string{CfgReplication: "2", CfgDurability: "local", CfgResume: "reads", CfgResumeIdle: "250ms", CfgResumeReads: "10", CfgReplicationRate: "50MiB/s"},
+			Config{Replicas: 2, LocalOnly: true, Resume: "reads", ResumeIdle: 250 * time.Millisecond, ResumeReads: 10, ReplicationRate: 50 << 20}},
+		{"rate off", map[string]string{CfgReplicationRate: "0"}, Config{Resume: "idle", ResumeIdle: time.Second, ResumeReads: 3}},
 		{"unknown keys ignored", map[string]string{"x": "y"}, def},
 	}
 	for _, tc := range tests {
@@ -112,8 +128,24 @@ func TestParseConfigFromState(t *testing.T) {
 	h.must(Command{Kind: KindSetConfig, Key: CfgReplication, Value: "2"})
 	h.apply(Command{Kind: KindSetConfig, Key: CfgReplication, Value: "0"}) // refused
 	c := ParseConfig(h.s.Config())
-	want := Config{Replicas: 2, Resume: "immediate", ResumeIdle: time.Second, ResumeReads: 3}
+	want := Config{Replicas: 2, Resume: "immediate", ResumeIdle: time.Second, ResumeReads: 3, ReplicationRate: 64 << 20}
 	if c != want {
 		t.Fatalf("config = %+v, want %+v", c, want)
+	}
+}
+
+// A refused replication.rate says which key, what was given and what
+// would do.
+func TestReplicationRateError(t *testing.T) {
+	for _, v := range []string{"fast", "-1M", "100", "10Mbit"} {
+		err := ValidateSetting(CfgReplicationRate, v)
+		if err == nil {
+			t.Fatalf("%q accepted", v)
+		}
+		for _, part := range []string{"replication.rate", `"` + v + `"`, "64MiB", "0 for no cap", "at least 64KiB"} {
+			if !strings.Contains(err.Error(), part) {
+				t.Errorf("error for %q = %q, lacks %q", v, err, part)
+			}
+		}
 	}
 }

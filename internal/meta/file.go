@@ -9,7 +9,8 @@ import (
 
 // File is the catalogue record of one path. Records are immutable once
 // published: Apply replaces a record with a modified copy, so readers may
-// keep a *File without holding any lock.
+// keep a *File without holding any lock. Records share their Valid and
+// Unfenced slices (intern.go): never write into them; append copies.
 type File struct {
 	Path string `json:"path"`
 	// Version is the raft index of the command that wrote the current
@@ -54,6 +55,9 @@ func (f *File) IsValidOn(node string) bool {
 // ETag is the entity tag of the current version.
 func (f *File) ETag() string { return ETagOf(f.Version) }
 
+// clone returns a copy to modify before it is published (State.put). Its
+// sets are private copies, so in-place edits (sort, delete) never reach a
+// shared set.
 func (f *File) clone() *File {
 	c := *f
 	c.Valid = slices.Clone(f.Valid)

@@ -2,9 +2,7 @@ package meta
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -19,9 +17,13 @@ type FSM struct {
 	applied uint64
 	// changed collects paths touched since the last DrainChanges; rescan
 	// is set when a change (a snapshot restore, a node set change) may
-	// affect every path.
-	changed map[string]struct{}
-	rescan  bool
+	// affect every path. Beyond maxChanged paths, overflow is set instead
+	// and paths are no longer collected: the next drain asks for a rescan,
+	// which covers them, and changed stays small while nobody drains it
+	// (a follower replaying a long log).
+	changed  map[string]struct{}
+	overflow bool
+	rescan   bool
 	// notify is closed and replaced at every apply: a broadcast.
 	notify chan struct{}
 }
@@ -49,13 +51,33 @@ func (m *FSM) Apply(l *raft.Log) any {
 		r = m.state.Apply(l.Index, c)
 	}
 	if c.Path != "" {
-		m.changed[c.Path] = struct{}{}
+		m.noteChanged(c.Path)
 	}
 	if c.Kind == KindNodeUpsert || c.Kind == KindNodeRemove || c.Kind == KindSetConfig {
 		m.rescan = true
 	}
 	m.advance(l.Index)
 	return r
+}
+
+// maxChanged bounds the paths remembered between two DrainChanges.
+const maxChanged = 1 << 16
+
+// noteChanged remembers that path changed, as its record's string rather
+// than the decoded command's copy.
+func (m *FSM) noteChanged(path string) {
+	if m.overflow {
+		return
+	}
+	if f := m.state.File(path); f != nil {
+		path = f.Path
+	}
+	if _, ok := m.changed[path]; !ok && len(m.changed) >= maxChanged {
+		m.overflow = true
+		m.changed = map[string]struct{}{} // clear would keep the memory
+		return
+	}
+	m.changed[path] = struct{}{}
 }
 
 func (m *FSM) advance(idx uint64) {
@@ -120,75 +142,12 @@ func (m *FSM) DrainChanges() (paths []string, rescan bool) {
 	for p := range m.changed {
 		paths = append(paths, p)
 	}
-	clear(m.changed)
-	rescan, m.rescan = m.rescan, false
+	if len(paths) > 1024 {
+		m.changed = map[string]struct{}{} // let a burst's memory go
+	} else {
+		clear(m.changed)
+	}
+	rescan = m.rescan || m.overflow
+	m.rescan, m.overflow = false, false
 	return paths, rescan
-}
-
-// snapshotData is the serialised form of the state.
-type snapshotData struct {
-	Applied uint64            `json:"applied"`
-	Files   []*File           `json:"files"`
-	Nodes   []Node            `json:"nodes"`
-	Config  map[string]string `json:"config"`
-	Idem    []IdemRecord      `json:"idem"`
-}
-
-// Snapshot implements raft.FSM. Records are immutable, so copying the
-// pointers under the read lock is enough; encoding happens in Persist.
-func (m *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	d := &snapshotData{Applied: m.applied, Nodes: m.state.Nodes(), Config: map[string]string{}}
-	for k, v := range m.state.config {
-		d.Config[k] = v
-	}
-	d.Idem = m.state.idemRecords()
-	d.Files = make([]*File, 0, m.state.files.Len())
-	m.state.files.Ascend(func(f *File) bool {
-		d.Files = append(d.Files, f)
-		return true
-	})
-	return d, nil
-}
-
-// Persist implements raft.FSMSnapshot.
-func (d *snapshotData) Persist(sink raft.SnapshotSink) error {
-	if err := json.NewEncoder(sink).Encode(d); err != nil {
-		sink.Cancel()
-		return fmt.Errorf("persist snapshot: %w", err)
-	}
-	return sink.Close()
-}
-
-// Release implements raft.FSMSnapshot.
-func (d *snapshotData) Release() {}
-
-// Restore implements raft.FSM.
-func (m *FSM) Restore(rc io.ReadCloser) error {
-	defer rc.Close()
-	var d snapshotData
-	if err := json.NewDecoder(rc).Decode(&d); err != nil {
-		return fmt.Errorf("restore snapshot: %w", err)
-	}
-	s := NewState()
-	for _, f := range d.Files {
-		s.put(f)
-	}
-	for i := range d.Nodes {
-		n := d.Nodes[i]
-		s.nodes[n.ID] = &n
-	}
-	for k, v := range d.Config {
-		s.config[k] = v
-	}
-	for _, r := range d.Idem {
-		s.rememberIdem(r)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.state = s
-	m.rescan = true
-	m.advance(d.Applied)
-	return nil
 }

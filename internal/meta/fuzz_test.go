@@ -127,6 +127,8 @@ func FuzzDecodeCommand(f *testing.F) {
 		{Kind: KindReplica, Path: "a", Node: "n3", Version: 6},
 		{Kind: KindReplica, Path: "a", Node: "n1", Version: 6},
 		{Kind: KindReplica, Path: "a/b", Node: "n2", Version: 9},
+		{Kind: KindDrop, Path: "a", Node: "n2", Version: 6},
+		{Kind: KindDrop, Path: "a/b", Node: "n1", Version: 9},
 		{Kind: KindDelete, Path: "a", Node: "n1", Cond: Cond{IfMatch: 6}, Idem: "x"},
 		{Kind: KindDelete, Path: "a/b", Node: "n2", Force: true},
 		{Kind: KindDelete, Path: "gone", Node: "n2", Idem: "del"},

@@ -2,8 +2,10 @@ package node
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/store"
 )
 
 // Default addresses (see docs/operations.md).
@@ -21,6 +23,13 @@ type Config struct {
 	// clients redirected here reach it (default: HTTPAddr, or the peer
 	// advertise host with HTTPAddr's port when HTTPAddr is unspecified).
 	HTTPAddr, AdvertiseHTTP string
+	// FastHTTPAddr, when set, is where the fast read lane listens: GET and
+	// HEAD of whole files this node may serve from its own copy, on
+	// fasthttp; everything else it redirects to the main port.
+	FastHTTPAddr string
+	// PprofAddr, when set, serves Go's profiler (/debug/pprof/) there:
+	// keep it on a loopback address.
+	PprofAddr string
 	// PeerAddr is the one port for node-to-node traffic; Advertise is the
 	// address other nodes dial (default: PeerAddr).
 	PeerAddr, Advertise string
@@ -43,6 +52,15 @@ type Config struct {
 	NoSync bool
 	// CacheBytes bounds the memory cache of small files.
 	CacheBytes int64
+	// ScrubPeriod is how often every local replica is read back and
+	// checked against its checksum (0: every 24 h; negative: never, only
+	// at first open after a start). ScrubRate caps that reading in bytes
+	// per second (0: 64 MiB/s; negative: no cap). See files.Config.
+	ScrubPeriod time.Duration
+	ScrubRate   int64
+	// StoreFS is the file system of the blob store (nil: the operating
+	// system's). Tests only: a disk that loses power (store/crashfs).
+	StoreFS store.FS
 	// DebugFaults exposes POST /debug/isolate (cut this node off from its
 	// peers at the transport, or heal it). Tests only.
 	DebugFaults bool

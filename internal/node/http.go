@@ -122,11 +122,17 @@ type FilesInfo struct {
 	Backlog         int `json:"backlog"`
 }
 
-// StoreInfo describes this node's disk use.
+// StoreInfo describes this node's disk use and checksum checks.
 type StoreInfo struct {
 	Blobs    int64  `json:"blobs"`
 	Bytes    int64  `json:"bytes"`
 	DiskFree uint64 `json:"disk_free"`
+	// Corrupt counts replicas found corrupt since the start (quarantined
+	// and re-replicated); Unverified, those found at start not yet read
+	// back; ScrubPasses, the completed scrub passes.
+	Corrupt     int64 `json:"corrupt"`
+	Unverified  int64 `json:"unverified"`
+	ScrubPasses int64 `json:"scrub_passes"`
 }
 
 func (n *Node) handleStatus(w http.ResponseWriter, r *http.Request) {
@@ -157,6 +163,8 @@ func (n *Node) Status() Status {
 	s.Files.Backlog = n.files.Backlog()
 	s.Store.Blobs, s.Store.Bytes = n.st.Usage()
 	s.Store.DiskFree, _, _ = n.st.DiskFree()
+	checks := n.st.Checks()
+	s.Store.Corrupt, s.Store.Unverified, s.Store.ScrubPasses = checks.Corrupt, checks.Unverified, checks.ScrubPasses
 	return s
 }
 

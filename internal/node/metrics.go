@@ -13,6 +13,7 @@ import (
 
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/store"
 )
 
 type httpMetrics struct {
@@ -51,6 +52,7 @@ func (n *Node) registerMetrics() {
 		}
 		return 0
 	})
+	n.registerStoreMetrics()
 	n.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "cluster", Name: "members_alive", Help: "Members gossip sees alive."}, func() float64 {
 		c := 0
 		for _, m := range n.cl.Members() {
@@ -60,6 +62,28 @@ func (n *Node) registerMetrics() {
 		}
 		return float64(c)
 	}))
+}
+
+// registerStoreMetrics exports the store's usage and checksum checks
+// (mure_store_*).
+func (n *Node) registerStoreMetrics() {
+	counter := func(name, help string, f func(store.CheckStats) int64) {
+		n.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "mure", Subsystem: "store", Name: name, Help: help},
+			func() float64 { return float64(f(n.st.Checks())) }))
+	}
+	counter("verified_total", "Replicas read back and found to match their checksum (first open after a start, or scrub).",
+		func(c store.CheckStats) int64 { return c.Verified })
+	counter("verified_bytes_total", "Bytes read to verify replicas.", func(c store.CheckStats) int64 { return c.VerifiedBytes })
+	counter("corrupt_total", "Replicas found not to match their checksum, moved to quarantine (never served).",
+		func(c store.CheckStats) int64 { return c.Corrupt })
+	counter("scrub_bytes_total", "Bytes read by the background scrub.", func(c store.CheckStats) int64 { return c.ScrubBytes })
+	counter("scrub_passes_total", "Completed scrub passes over every local replica.", func(c store.CheckStats) int64 { return c.ScrubPasses })
+	gauge := func(name, help string, f func() float64) {
+		n.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "store", Name: name, Help: help}, f))
+	}
+	gauge("unverified_blobs", "Replicas found on disk at start and not verified yet.", func() float64 { return float64(n.st.Checks().Unverified) })
+	gauge("blobs", "Blobs stored on this node.", func() float64 { b, _ := n.st.Usage(); return float64(b) })
+	gauge("bytes", "Bytes of blobs stored on this node.", func() float64 { _, b := n.st.Usage(); return float64(b) })
 }
 
 // instrument counts requests and their latency by route pattern.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,6 +36,9 @@ type Node struct {
 	reg     *prometheus.Registry
 	httpLn  net.Listener
 	httpSrv *http.Server
+	fastLn  net.Listener
+	pprof   *http.Server
+	fast    *files.FastLane
 	peerSrv *http.Server
 	// NewKey is set when this start created the cluster key.
 	NewKey bool
@@ -110,8 +114,14 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	closers = append(closers, func() { n.httpLn.Close() })
 	advHTTP := n.advertiseHTTP()
+	if cfg.FastHTTPAddr != "" {
+		if n.fastLn, err = net.Listen("tcp", cfg.FastHTTPAddr); err != nil {
+			return nil, fmt.Errorf("fast read lane port %s: %w", cfg.FastHTTPAddr, err)
+		}
+		closers = append(closers, func() { n.fastLn.Close() })
+	}
 
-	n.st, err = store.Open(filepath.Join(cfg.DataDir, "store"), store.Options{NoSync: cfg.NoSync, CacheBytes: cfg.CacheBytes})
+	n.st, err = store.Open(filepath.Join(cfg.DataDir, "store"), store.Options{NoSync: cfg.NoSync, CacheBytes: cfg.CacheBytes, FS: cfg.StoreFS})
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +146,9 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 
-	svc = files.New(files.Config{MaxBody: cfg.MaxBody, UnsafeReads: cfg.DebugUnsafeReads, Explain: cfg.DebugFaults, Logger: n.log.With("part", "files"), Metrics: files.NewMetrics(n.reg)}, n.cl, n.st)
+	svc = files.New(files.Config{MaxBody: cfg.MaxBody, UnsafeReads: cfg.DebugUnsafeReads, Explain: cfg.DebugFaults,
+		ScrubPeriod: cfg.ScrubPeriod, ScrubRate: float64(cfg.ScrubRate),
+		Logger: n.log.With("part", "files"), Metrics: files.NewMetrics(n.reg)}, n.cl, n.st)
 	n.files = svc
 	svc.Start()
 	closers = append(closers, func() { svc.Close() })
@@ -146,7 +158,28 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.httpSrv = &http.Server{Handler: n.clientHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: discardLog()}
 	n.serve(n.peerSrv, n.mux.HTTPListener())
 	n.serve(n.httpSrv, n.httpLn)
-	n.log.Info("node started", "http", advHTTP, "peer", n.mux.Addr(), "cluster", id.ClusterID, "data", cfg.DataDir)
+	if n.fastLn != nil {
+		n.fast = files.NewFastLane(svc, advHTTP, cfg.Token, max(cfg.MaxInFlight, 256)*16)
+		n.wg.Go(func() {
+			if err := n.fast.Serve(n.fastLn); err != nil {
+				n.log.Error("fast read lane stopped", "err", err)
+			}
+		})
+	}
+	if cfg.PprofAddr != "" {
+		ln, err := net.Listen("tcp", cfg.PprofAddr)
+		if err != nil {
+			return nil, fmt.Errorf("profiler port %s: %w", cfg.PprofAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		n.pprof = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog()}
+		n.serve(n.pprof, ln)
+	}
+	n.log.Info("node started", "http", advHTTP, "fast", cfg.FastHTTPAddr, "peer", n.mux.Addr(), "cluster", id.ClusterID, "data", cfg.DataDir)
 	return n, nil
 }
 
@@ -170,6 +203,14 @@ func (n *Node) advertiseHTTP() string {
 	}
 	host, _, _ := net.SplitHostPort(n.mux.Addr())
 	return net.JoinHostPort(host, strconv.Itoa(addr.Port))
+}
+
+// FastAddr returns the fast read lane's address ("" when off).
+func (n *Node) FastAddr() string {
+	if n.fastLn == nil {
+		return ""
+	}
+	return n.fastLn.Addr().String()
 }
 
 // ID returns the node's ID.
@@ -197,7 +238,13 @@ func (n *Node) Left() <-chan struct{} { return n.left }
 // ctx's deadline), then the services, the cluster seat and the peer port.
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() {
+		if n.fast != nil {
+			_ = n.fast.Shutdown(ctx)
+		}
 		_ = n.httpSrv.Shutdown(ctx)
+		if n.pprof != nil {
+			_ = n.pprof.Close()
+		}
 		n.files.Close()
 		_ = n.peerSrv.Shutdown(ctx)
 		n.cl.Close()

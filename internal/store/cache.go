@@ -107,6 +107,23 @@ func (c *cache) invalidate(k cacheKey, stripe int) {
 	c.mu.Unlock()
 }
 
+// invalidateID drops every entry of blob id in stripe, whatever its path
+// (for a blob whose sidecar, hence path, cannot be read). It walks the
+// whole cache: only for the rare blob found corrupt.
+func (c *cache) invalidateID(id string, stripe int) {
+	c.gens[stripe].Add(1)
+	if c.maxBytes <= 0 {
+		return
+	}
+	c.mu.Lock()
+	for k, e := range c.items {
+		if k.id == id {
+			c.remove(e)
+		}
+	}
+	c.mu.Unlock()
+}
+
 func (c *cache) clear() {
 	for i := range c.gens {
 		c.gens[i].Add(1)

@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"io/fs"
-	"os"
 )
 
 // install moves a fully written and fsynced temp file into place as blob
@@ -27,7 +26,7 @@ func (s *Store) install(tmpData string, info Info) (err error) {
 	dataRenamed := false
 	defer func() {
 		if !dataRenamed {
-			os.Remove(tmpData)
+			s.fs.Remove(tmpData)
 		}
 	}()
 	m := meta{Path: info.Path, ID: info.ID, Size: info.Size, Sum: info.Sum}
@@ -38,7 +37,7 @@ func (s *Store) install(tmpData string, info Info) (err error) {
 	metaRenamed := false
 	defer func() {
 		if !metaRenamed {
-			os.Remove(tmpMeta)
+			s.fs.Remove(tmpMeta)
 		}
 	}()
 
@@ -48,24 +47,27 @@ func (s *Store) install(tmpData string, info Info) (err error) {
 	defer mu.Unlock()
 	// Runs before Unlock: readers that cached the old content lose it.
 	defer s.cache.invalidate(cacheKey{info.Path, info.ID}, l.stripe)
+	// The content was hashed as it was written: a committed blob counts
+	// as verified, whatever failed a check before under its name.
+	defer s.unverified.remove(l, info.ID)
 
-	if err := mkdirDurable(l.dir, s.sync); err != nil {
+	if err := s.mkdirDurable(l.dir); err != nil {
 		return err
 	}
 	dataName, metaName := l.data(info.ID), l.meta(info.ID)
 
-	fi, err := os.Lstat(dataName)
+	fi, err := s.fs.Lstat(dataName)
 	switch {
 	case err == nil:
-		old, merr := readMeta(metaName)
+		old, merr := s.readMeta(metaName)
 		if merr == nil && old.Path == m.Path && old.Size == m.Size && old.Sum == m.Sum {
-			if err := os.Rename(tmpData, dataName); err != nil {
+			if err := s.fs.Rename(tmpData, dataName); err != nil {
 				return err
 			}
 			dataRenamed = true // same size: counters unchanged
 			return s.syncDirIf(l.dir)
 		}
-		if err := os.Remove(dataName); err != nil {
+		if err := s.fs.Remove(dataName); err != nil {
 			return err
 		}
 		s.nblobs.Add(-1)
@@ -77,23 +79,23 @@ func (s *Store) install(tmpData string, info Info) (err error) {
 		return err
 	}
 
-	if err := os.Rename(tmpMeta, metaName); err != nil {
+	if err := s.fs.Rename(tmpMeta, metaName); err != nil {
 		return err
 	}
 	metaRenamed = true
 	if err := s.syncDirIf(l.dir); err != nil {
-		os.Remove(metaName)
+		s.fs.Remove(metaName)
 		return err
 	}
-	if err := os.Rename(tmpData, dataName); err != nil {
-		os.Remove(metaName)
+	if err := s.fs.Rename(tmpData, dataName); err != nil {
+		s.fs.Remove(metaName)
 		return err
 	}
 	dataRenamed = true
 	if err := s.syncDirIf(l.dir); err != nil {
 		// Durability unknown: undo, so that an error means "not committed".
-		os.Remove(dataName)
-		os.Remove(metaName)
+		s.fs.Remove(dataName)
+		s.fs.Remove(metaName)
 		return err
 	}
 	s.nblobs.Add(1)
@@ -104,7 +106,7 @@ func (s *Store) install(tmpData string, info Info) (err error) {
 // writeTemp writes b to a new file in dir/tmp (fsynced unless NoSync) and
 // returns its name.
 func (s *Store) writeTemp(pattern string, b []byte) (string, error) {
-	f, err := os.CreateTemp(s.tmp, pattern)
+	f, err := s.fs.CreateTemp(s.tmp, pattern)
 	if err != nil {
 		return "", err
 	}
@@ -116,7 +118,7 @@ func (s *Store) writeTemp(pattern string, b []byte) (string, error) {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		s.fs.Remove(f.Name())
 		return "", err
 	}
 	return f.Name(), nil
@@ -126,5 +128,5 @@ func (s *Store) syncDirIf(dir string) error {
 	if !s.sync {
 		return nil
 	}
-	return syncDir(dir)
+	return s.fs.SyncDir(dir)
 }

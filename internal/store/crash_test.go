@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -44,13 +46,16 @@ func TestOpenRecoversDebris(t *testing.T) {
 }
 
 func TestDetectCorruption(t *testing.T) {
-	s := openStore(t, t.TempDir(), Options{NoSync: true, CacheBytes: 1 << 20})
+	dir := t.TempDir()
+	s := openStore(t, dir, Options{NoSync: true, CacheBytes: 1 << 20})
 	data := []byte("the original content")
 	put(t, s, "p", "v1", data)
 	readAll(t, s, "p", "v1") // cached
 	l := s.locate("p")
+	quarantined := filepath.Join(dir, quarantineDir, l.hash()+"-v1")
 
-	// Same-size bit rot: Stat cannot see it, Verify does.
+	// Same-size bit rot: Stat cannot see it, Verify does, and quarantines
+	// the blob: it is no longer served, from the cache either.
 	bad := []byte("the originaX content")
 	if err := os.WriteFile(l.data("v1"), bad, 0o644); err != nil {
 		t.Fatal(err)
@@ -62,10 +67,22 @@ func TestDetectCorruption(t *testing.T) {
 	if !errors.Is(err, ErrChecksum) {
 		t.Fatalf("Verify = %v, want ErrChecksum", err)
 	}
-	if b, _ := s.Open("p", "v1"); b == nil || string(b.Bytes()) != string(bad) {
-		t.Error("cache not invalidated by failed Verify")
+	if _, err := s.Open("p", "v1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Open after a failed Verify = %v, want ErrNotFound", err)
 	}
-	// Re-committing the right content heals it.
+	if got, err := os.ReadFile(quarantined); err != nil || !bytes.Equal(got, bad) {
+		t.Errorf("quarantined copy = %q, %v; want the corrupt bytes", got, err)
+	}
+	if _, err := os.Stat(quarantined + metaSuffix); err != nil {
+		t.Errorf("quarantined sidecar: %v", err)
+	}
+	if n, b := s.Usage(); n != 0 || b != 0 {
+		t.Errorf("Usage after quarantine = %d, %d", n, b)
+	}
+	if c := s.Checks(); c.Corrupt != 1 {
+		t.Errorf("Checks().Corrupt = %d, want 1", c.Corrupt)
+	}
+	// Committing the right content again heals it.
 	put(t, s, "p", "v1", data)
 	if err := s.Verify("p", "v1"); err != nil {
 		t.Errorf("Verify after heal: %v", err)
@@ -74,13 +91,17 @@ func TestDetectCorruption(t *testing.T) {
 		t.Errorf("after heal got %q", got)
 	}
 
-	// Truncation and a damaged sidecar are caught by Stat.
+	// Truncation and a damaged sidecar are caught by Stat, and by Verify,
+	// which quarantines them.
 	os.WriteFile(l.data("v1"), data[:5], 0o644)
 	if _, err := s.Stat("p", "v1"); !errors.Is(err, ErrChecksum) {
 		t.Errorf("Stat truncated = %v, want ErrChecksum", err)
 	}
 	if _, err := s.List("p"); !errors.Is(err, ErrChecksum) {
 		t.Errorf("List truncated = %v, want ErrChecksum", err)
+	}
+	if err := s.Verify("p", "v1"); !errors.Is(err, ErrChecksum) {
+		t.Errorf("Verify truncated = %v, want ErrChecksum", err)
 	}
 	put(t, s, "p", "v1", data)
 	os.WriteFile(l.meta("v1"), []byte("garbage"), 0o644)
@@ -90,13 +111,18 @@ func TestDetectCorruption(t *testing.T) {
 	if err := s.Verify("p", "v1"); !errors.Is(err, ErrChecksum) {
 		t.Errorf("Verify bad sidecar = %v, want ErrChecksum", err)
 	}
-	// A blob whose sidecar is unreadable is replaced, not trusted.
+	if _, err := s.Stat("p", "v1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Stat after quarantine = %v, want ErrNotFound", err)
+	}
 	put(t, s, "p", "v1", data)
 	if err := s.Verify("p", "v1"); err != nil {
 		t.Errorf("Verify after recommit: %v", err)
 	}
 	if nb, b := s.Usage(); nb != 1 || b != int64(len(data)) {
 		t.Errorf("Usage = %d, %d", nb, b)
+	}
+	if c := s.Checks(); c.Corrupt != 3 {
+		t.Errorf("Checks().Corrupt = %d, want 3", c.Corrupt)
 	}
 }
 

@@ -12,6 +12,8 @@
 //	<dir>/tmp/                       staging area; emptied by Open
 //	<dir>/blobs/<hh>/<H>/<id>        content: exactly the bytes written
 //	<dir>/blobs/<hh>/<H>/<id>.meta   sidecar describing <id>
+//	<dir>/quarantine/<H>-<id>[.meta] blobs that failed a check (kept for
+//	                                 inspection; delete them at will)
 //
 // H is the lowercase hex SHA-256 of path and hh its first two characters
 // (the 256 <hh> directories are created at Open). Hashing makes every path,
@@ -51,6 +53,29 @@
 // With Options.NoSync the order is kept but nothing is fsynced: a machine
 // crash (not a process crash) may then lose or tear recent blobs.
 //
+// Every file operation goes through Options.FS (default OS(), package os
+// itself, so reads keep sendfile). Tests run a store on crashfs, a disk
+// that keeps only what was fsynced when it "loses power", to check the
+// invariants above (TestPowerLoss).
+//
+// # Checksums
+//
+// A blob found on disk at Open is unverified: before it is first served,
+// its content is hashed and compared with the sidecar's SHA-256. Open does
+// so at once for small blobs (at most 1 MiB, or cacheable); a larger one
+// is checked as it is read from start to end (the read that would return
+// its last bytes returns ErrChecksum instead if the whole does not match;
+// other access patterns check the whole first), so that a large first read
+// costs one pass over the file, not two. Verify and Scrub (a paced pass
+// over every blob) check blobs again at any time. A blob committed by this
+// Store is trusted: its sum was computed from the bytes as written.
+//
+// A blob that fails a check is moved to quarantine/ at once (unless it was
+// replaced meanwhile): from then on it is ErrNotFound, and the caller
+// fetches a healthy copy elsewhere. Checks counts the checks. Between two
+// checks nothing is verified per read: a blob that rots after its check is
+// served as it is until the next scrub pass reaches it.
+//
 // # Disk full
 //
 // ENOSPC and EDQUOT, from write, fsync, close, mkdir or rename, are returned
@@ -64,7 +89,8 @@
 // A Store is safe for concurrent use. Mutations (Commit, Remove,
 // RemoveExcept) of a path are serialised by one of 256 lock stripes chosen by
 // the path's hash; Stat, List, Walk and Verify take the read side. Open takes
-// no lock. Close waits for in-flight mutations; afterwards calls fail with
+// no lock, except the read side for a blob not verified yet. Close waits
+// for in-flight mutations; afterwards calls fail with
 // ErrClosed. A Writer or a Blob is used by one goroutine at a time (Blob's
 // ReadAt excepted).
 //

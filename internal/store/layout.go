@@ -4,7 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"os"
+	"fmt"
+	"io/fs"
 	"path/filepath"
 )
 
@@ -14,15 +15,17 @@ import (
 //	<dir>/tmp/                        staging area, wiped at Open
 //	<dir>/blobs/<hh>/<H>/<id>         blob content, exactly the bytes written
 //	<dir>/blobs/<hh>/<H>/<id>.meta    sidecar: path, id, size, sha256
+//	<dir>/quarantine/<H>-<id>[.meta]  blobs that failed a check, kept for inspection
 //
 // H is the lowercase hex SHA-256 of the path and hh its first two characters.
 const (
-	blobsDir   = "blobs"
-	tmpDir     = "tmp"
-	lockFile   = "LOCK"
-	metaSuffix = ".meta"
-	maxIDLen   = 64
-	numStripes = 256 // one per value of the first byte of H
+	blobsDir      = "blobs"
+	tmpDir        = "tmp"
+	quarantineDir = "quarantine"
+	lockFile      = "LOCK"
+	metaSuffix    = ".meta"
+	maxIDLen      = 64
+	numStripes    = 256 // one per value of the first byte of H
 )
 
 // validID reports whether id is 1..64 bytes of [0-9a-zA-Z_-]. Because '.' is
@@ -57,35 +60,30 @@ func (s *Store) locate(path string) loc {
 	}
 }
 
+// locDir is the loc of a per-path directory found on disk.
+func locDir(dir string) (loc, error) {
+	b, err := hex.DecodeString(filepath.Base(dir)[:2])
+	if err != nil || len(b) != 1 {
+		return loc{}, fmt.Errorf("%s: not a per-path directory", dir)
+	}
+	return loc{stripe: int(b[0]), dir: dir}, nil
+}
+
+// hash is the H of the per-path directory (hex SHA-256 of the path).
+func (l loc) hash() string { return filepath.Base(l.dir) }
+
 func (l loc) data(id string) string { return filepath.Join(l.dir, id) }
 func (l loc) meta(id string) string { return filepath.Join(l.dir, id+metaSuffix) }
 
-// syncDir fsyncs a directory so that entries created, renamed or removed in
-// it are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // mkdirDurable creates dir if missing and, when it was created (and sync
 // is set), fsyncs its parent so the new entry survives a crash.
-func mkdirDurable(dir string, sync bool) error {
-	err := os.Mkdir(dir, 0o755)
-	if errors.Is(err, os.ErrExist) {
+func (s *Store) mkdirDurable(dir string) error {
+	err := s.fs.Mkdir(dir, 0o755)
+	if errors.Is(err, fs.ErrExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if sync {
-		return syncDir(filepath.Dir(dir))
-	}
-	return nil
+	return s.syncDirIf(filepath.Dir(dir))
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -98,8 +97,8 @@ func validSum(s string) bool {
 
 // readMeta reads and parses a sidecar. A missing file is returned as is
 // (os.ErrNotExist); a corrupt one wraps ErrChecksum.
-func readMeta(name string) (meta, error) {
-	b, err := os.ReadFile(name)
+func (s *Store) readMeta(name string) (meta, error) {
+	b, err := readFile(s.fs, name)
 	if err != nil {
 		return meta{}, err
 	}

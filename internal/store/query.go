@@ -1,13 +1,9 @@
 package store
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 )
@@ -26,7 +22,7 @@ func (s *Store) Stat(path, id string) (Info, error) {
 	mu := &s.stripes[l.stripe]
 	mu.RLock()
 	defer mu.RUnlock()
-	fi, err := os.Lstat(l.data(id))
+	fi, err := s.fs.Lstat(l.data(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Info{}, notFound("stat", path, id)
 	}
@@ -46,7 +42,7 @@ func (s *Store) Stat(path, id string) (Info, error) {
 // info reads the sidecar of the data file fi in dir and checks that it
 // describes it. Caller holds the stripe lock.
 func (s *Store) info(dir, id string, fi fs.FileInfo) (Info, error) {
-	m, err := readMeta(filepath.Join(dir, id+metaSuffix))
+	m, err := s.readMeta(filepath.Join(dir, id+metaSuffix))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Info{}, fmt.Errorf("%w: sidecar missing", ErrChecksum)
 	}
@@ -54,7 +50,9 @@ func (s *Store) info(dir, id string, fi fs.FileInfo) (Info, error) {
 		return Info{}, err
 	}
 	if m.ID != id || m.Size != fi.Size() {
-		return Info{}, fmt.Errorf("%w: sidecar says id %s size %d, data file is %s size %d",
+		// What the sidecar says goes with the error: a check that fails
+		// still knows the blob's path.
+		return Info{Path: m.Path, ID: m.ID, Size: m.Size, Sum: m.Sum}, fmt.Errorf("%w: sidecar says id %s size %d, data file is %s size %d",
 			ErrChecksum, m.ID, m.Size, id, fi.Size())
 	}
 	return Info{Path: m.Path, ID: id, Size: m.Size, Sum: m.Sum, ModTime: fi.ModTime()}, nil
@@ -63,7 +61,7 @@ func (s *Store) info(dir, id string, fi fs.FileInfo) (Info, error) {
 // listDir returns the blobs in one per-path directory, sorted by id.
 // Caller holds the stripe lock.
 func (s *Store) listDir(dir string) ([]Info, error) {
-	ents, err := os.ReadDir(dir)
+	ents, err := s.fs.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -145,52 +143,6 @@ func (s *Store) Walk(fn func(Info) error) error {
 	}
 	if err != nil {
 		return fmt.Errorf("store: walk: %w", err)
-	}
-	return nil
-}
-
-// Verify re-reads the blob and compares it with the size and SHA-256
-// recorded at commit. A mismatch returns an error wrapping ErrChecksum
-// (with both sums) and drops the blob from the memory cache. The content is
-// hashed without holding any lock.
-func (s *Store) Verify(path, id string) error {
-	if !validID(id) {
-		return fmt.Errorf("store: verify %q/%q: %w", path, id, ErrBadID)
-	}
-	if s.closed.Load() {
-		return fmt.Errorf("store: verify %q/%s: %w", path, id, ErrClosed)
-	}
-	l := s.locate(path)
-	mu := &s.stripes[l.stripe]
-	mu.RLock()
-	f, err := os.Open(l.data(id))
-	var info Info
-	if err == nil {
-		var fi fs.FileInfo
-		if fi, err = f.Stat(); err == nil {
-			info, err = s.info(l.dir, id, fi)
-		}
-		if err != nil {
-			f.Close()
-		}
-	}
-	mu.RUnlock()
-	if errors.Is(err, fs.ErrNotExist) {
-		return notFound("verify", path, id)
-	}
-	if err != nil {
-		return wrapErr("verify", path, id, err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return wrapErr("verify", path, id, err)
-	}
-	if sum := hex.EncodeToString(h.Sum(nil)); sum != info.Sum || n != info.Size {
-		s.cache.invalidate(cacheKey{path, id}, l.stripe)
-		return fmt.Errorf("store: verify %q/%s: %w: want sha256 %s size %d, got sha256 %s size %d",
-			path, id, ErrChecksum, info.Sum, info.Size, sum, n)
 	}
 	return nil
 }

@@ -1,18 +1,28 @@
 package store
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 )
+
+// syncCheckMax is the largest blob that Open checks at once when it is
+// unverified; larger ones are checked as they are read (see Blob).
+const syncCheckMax = 1 << 20
 
 // Open returns the committed blob (path, id) for reading. Small blobs (at
 // most CacheMaxBlob, when the cache is enabled) are served from memory and
 // filled into the cache on a miss; others are backed by the file. The
-// caller must Close the Blob. Open takes no lock: a concurrent Remove or
-// replacing Commit is ordered either before or after it.
+// caller must Close the Blob. Open takes no lock for a blob verified since
+// the store opened: a concurrent Remove or replacing Commit is ordered
+// either before or after it.
+//
+// A blob not verified yet (found on disk at Open) is checked first: a
+// small one at once (a mismatch is ErrChecksum, and the blob goes to
+// quarantine), a large one as it is read (see Blob).
 func (s *Store) Open(path, id string) (*Blob, error) {
 	if !validID(id) {
 		return nil, fmt.Errorf("store: open %q/%q: %w", path, id, ErrBadID)
@@ -26,7 +36,10 @@ func (s *Store) Open(path, id string) (*Blob, error) {
 	}
 	l := s.locate(path)
 	gen := s.cache.gen(l.stripe) // must be sampled before the file is opened
-	f, err := os.Open(l.data(id))
+	if s.unverified.has(l, id) {
+		return s.openUnverified(path, id, l, gen)
+	}
+	f, err := s.fs.Open(l.data(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, notFound("open", path, id)
 	}
@@ -49,5 +62,55 @@ func (s *Store) Open(path, id string) (*Blob, error) {
 		return nil, wrapErr("open", path, id, err)
 	}
 	s.cache.add(k, l.stripe, gen, data)
+	return memBlob(data), nil
+}
+
+// openUnverified opens a blob that must be checked before it is served.
+func (s *Store) openUnverified(path, id string, l loc, gen uint64) (*Blob, error) {
+	mu := &s.stripes[l.stripe]
+	mu.RLock() // the data file and its sidecar, as one
+	f, err := s.fs.Open(l.data(id))
+	var info Info
+	var fi fs.FileInfo
+	if err == nil {
+		if fi, err = f.Stat(); err == nil {
+			info, err = s.info(l.dir, id, fi)
+		}
+		if err == nil && info.Path != path {
+			err = fmt.Errorf("%w: sidecar names path %q", ErrChecksum, info.Path)
+		}
+		if err != nil {
+			f.Close()
+		}
+	}
+	mu.RUnlock()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, notFound("open", path, id)
+	}
+	if errors.Is(err, ErrChecksum) {
+		s.failed(l, id, fi, info)
+	}
+	if err != nil {
+		return nil, wrapErr("open", path, id, err)
+	}
+	size := fi.Size()
+	if size > syncCheckMax && !s.cache.fits(size) {
+		return &Blob{f: f, size: size, chk: &streamCheck{s: s, l: l, id: id, fi: fi, info: info, h: sha256.New()}}, nil
+	}
+	data := make([]byte, size)
+	_, err = io.ReadFull(f, data)
+	f.Close()
+	if err != nil {
+		return nil, wrapErr("open", path, id, err)
+	}
+	sum := sha256.Sum256(data)
+	if got := hex.EncodeToString(sum[:]); got != info.Sum {
+		s.failed(l, id, fi, info)
+		return nil, fmt.Errorf("store: open %q/%s: %w: want sha256 %s, got %s", path, id, ErrChecksum, info.Sum, got)
+	}
+	s.passed(l, id, size)
+	if s.cache.fits(size) {
+		s.cache.add(cacheKey{path, id}, l.stripe, gen, data)
+	}
 	return memBlob(data), nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 )
@@ -42,7 +41,7 @@ func (s *Store) removeWhere(path, op string, doomed func(id string) bool) error 
 	mu.Lock()
 	defer mu.Unlock()
 
-	ents, err := os.ReadDir(l.dir)
+	ents, err := s.fs.ReadDir(l.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -60,11 +59,12 @@ func (s *Store) removeWhere(path, op string, doomed func(id string) bool) error 
 			present[id] = true
 			continue
 		}
-		fi, err := os.Lstat(l.data(id))
+		fi, err := s.fs.Lstat(l.data(id))
 		if err != nil {
 			return wrapErr(op, path, id, err)
 		}
-		err = os.Remove(l.data(id))
+		err = s.fs.Remove(l.data(id))
+		s.unverified.remove(l, id)
 		// Only after the unlink (see cache): a reader that opened the file
 		// before it sampled the old generation and cannot insert.
 		s.cache.invalidate(cacheKey{path, id}, l.stripe)
@@ -80,7 +80,7 @@ func (s *Store) removeWhere(path, op string, doomed func(id string) bool) error 
 		if !ok || present[id] {
 			continue
 		}
-		if err := removeIfExists(l.meta(id)); err != nil {
+		if err := s.removeIfExists(l.meta(id)); err != nil {
 			return wrapErr(op, path, id, err)
 		}
 		changed = true
@@ -91,7 +91,7 @@ func (s *Store) removeWhere(path, op string, doomed func(id string) bool) error 
 		}
 	}
 	if len(present) == 0 {
-		_ = os.Remove(l.dir) // fails harmlessly if foreign files remain
+		_ = s.fs.Remove(l.dir) // fails harmlessly if foreign files remain
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -11,12 +10,12 @@ import (
 // cleanTmp deletes everything in dir/tmp: staging files of writers that
 // never committed (crash, kill, or an un-Aborted Writer).
 func (s *Store) cleanTmp() error {
-	ents, err := os.ReadDir(s.tmp)
+	ents, err := s.fs.ReadDir(s.tmp)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
-		if err := os.RemoveAll(filepath.Join(s.tmp, e.Name())); err != nil {
+		if err := removeAll(s.fs, filepath.Join(s.tmp, e.Name())); err != nil {
 			return err
 		}
 	}
@@ -27,10 +26,15 @@ func (s *Store) cleanTmp() error {
 // a sidecar without its data file is removed (commit or removal
 // interrupted), as is a data file without its sidecar (removal
 // interrupted; see doc.go). Empty per-path directories are removed.
+// Every blob found is to be verified before it is served.
 func (s *Store) scan() error {
 	var nblobs, nbytes int64
 	err := s.eachPathDir(func(dir string) error {
-		ents, err := os.ReadDir(dir)
+		l, err := locDir(dir)
+		if err != nil {
+			return err
+		}
+		ents, err := s.fs.ReadDir(dir)
 		if err != nil {
 			return err
 		}
@@ -47,7 +51,7 @@ func (s *Store) scan() error {
 		removed, kept := false, 0
 		for id, e := range data {
 			if !metas[id] {
-				if err := removeIfExists(filepath.Join(dir, id)); err != nil {
+				if err := s.removeIfExists(filepath.Join(dir, id)); err != nil {
 					return err
 				}
 				removed = true
@@ -60,22 +64,23 @@ func (s *Store) scan() error {
 			kept++
 			nblobs++
 			nbytes += fi.Size()
+			s.unverified.add(l, id)
 		}
 		for id := range metas {
 			if _, ok := data[id]; !ok {
-				if err := removeIfExists(filepath.Join(dir, id+metaSuffix)); err != nil {
+				if err := s.removeIfExists(filepath.Join(dir, id+metaSuffix)); err != nil {
 					return err
 				}
 				removed = true
 			}
 		}
-		if removed && s.sync {
-			if err := syncDir(dir); err != nil {
+		if removed {
+			if err := s.syncDirIf(dir); err != nil {
 				return err
 			}
 		}
 		if kept == 0 {
-			_ = os.Remove(dir) // fails harmlessly if unknown files remain
+			_ = s.fs.Remove(dir) // fails harmlessly if unknown files remain
 		}
 		return nil
 	})
@@ -89,7 +94,7 @@ func (s *Store) scan() error {
 
 // eachPathDir calls fn for every per-path directory blobs/<hh>/<H>.
 func (s *Store) eachPathDir(fn func(dir string) error) error {
-	fans, err := os.ReadDir(s.blobs)
+	fans, err := s.fs.ReadDir(s.blobs)
 	if err != nil {
 		return err
 	}
@@ -98,7 +103,7 @@ func (s *Store) eachPathDir(fn func(dir string) error) error {
 			continue
 		}
 		fanDir := filepath.Join(s.blobs, fan.Name())
-		dirs, err := os.ReadDir(fanDir)
+		dirs, err := s.fs.ReadDir(fanDir)
 		if err != nil {
 			return err
 		}
@@ -114,8 +119,8 @@ func (s *Store) eachPathDir(fn func(dir string) error) error {
 	return nil
 }
 
-func removeIfExists(name string) error {
-	err := os.Remove(name)
+func (s *Store) removeIfExists(name string) error {
+	err := s.fs.Remove(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

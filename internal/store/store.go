@@ -2,7 +2,7 @@ package store
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -17,6 +17,9 @@ type Options struct {
 	// CacheMaxBlob is the largest blob cached (default 64 KiB).
 	CacheBytes   int64
 	CacheMaxBlob int64
+	// FS is the file system the store runs on (default OS()). Tests put a
+	// disk that loses power here (internal/store/crashfs).
+	FS FS
 }
 
 const defaultCacheMaxBlob = 64 << 10
@@ -24,17 +27,24 @@ const defaultCacheMaxBlob = 64 << 10
 // Store is a node's local blob storage. All methods are safe for concurrent
 // use.
 type Store struct {
-	dir   string
-	blobs string // <dir>/blobs
-	tmp   string // <dir>/tmp
-	sync  bool
-	cache *cache
-	lock  *os.File // <dir>/LOCK, flock(2)ed
+	dir        string
+	blobs      string // <dir>/blobs
+	tmp        string // <dir>/tmp
+	quarantine string // <dir>/quarantine
+	sync       bool
+	fs         FS
+	cache      *cache
+	lock       io.Closer // <dir>/LOCK, flock(2)ed
+
+	// unverified holds the blobs to check before they are served (see
+	// verify.go); stats counts the checks.
+	unverified unverified
+	stats      checkStats
 
 	// stripes serialise mutations (Commit, Remove, RemoveExcept) of paths
 	// whose hash shares a first byte; metadata readers (Stat, List, Walk,
 	// Verify) take the read side to see a blob and its sidecar
-	// consistently. Open takes no lock (see cache).
+	// consistently. Open takes no lock for verified blobs (see cache).
 	stripes [numStripes]sync.RWMutex
 
 	// life: mutators hold the read side for their duration so that Close
@@ -53,10 +63,15 @@ type Store struct {
 func Open(dir string, opts Options) (*Store, error) {
 	dir = filepath.Clean(dir)
 	s := &Store{
-		dir:   dir,
-		blobs: filepath.Join(dir, blobsDir),
-		tmp:   filepath.Join(dir, tmpDir),
-		sync:  !opts.NoSync,
+		dir:        dir,
+		blobs:      filepath.Join(dir, blobsDir),
+		tmp:        filepath.Join(dir, tmpDir),
+		quarantine: filepath.Join(dir, quarantineDir),
+		sync:       !opts.NoSync,
+		fs:         opts.FS,
+	}
+	if s.fs == nil {
+		s.fs = OS()
 	}
 	maxBlob := opts.CacheMaxBlob
 	if maxBlob <= 0 {
@@ -64,24 +79,24 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.cache = newCache(opts.CacheBytes, maxBlob)
 
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirAll(s.fs, dir); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
-	lock, err := lockDir(filepath.Join(dir, lockFile))
+	lock, err := s.fs.Lock(filepath.Join(dir, lockFile))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
 	s.lock = lock
 	if err := s.init(); err != nil {
-		unlockDir(lock)
+		lock.Close()
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
 	return s, nil
 }
 
 func (s *Store) init() error {
-	for _, d := range []string{s.blobs, s.tmp} {
-		if err := mkdirDurable(d, s.sync); err != nil {
+	for _, d := range []string{s.blobs, s.tmp, s.quarantine} {
+		if err := s.mkdirDurable(d); err != nil {
 			return err
 		}
 	}
@@ -91,7 +106,7 @@ func (s *Store) init() error {
 	// Pre-create the 256 fan-out directories so that commits only ever
 	// create (and removals only ever delete) the per-path directory.
 	for i := 0; i < 256; i++ {
-		if err := mkdirDurable(filepath.Join(s.blobs, fmt.Sprintf("%02x", i)), s.sync); err != nil {
+		if err := s.mkdirDurable(filepath.Join(s.blobs, fmt.Sprintf("%02x", i))); err != nil {
 			return err
 		}
 	}
@@ -108,7 +123,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.cache.clear()
-	return unlockDir(s.lock)
+	return s.lock.Close()
 }
 
 // begin is called by mutators; the returned func must be deferred.

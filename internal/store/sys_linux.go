@@ -26,10 +26,6 @@ func lockDir(name string) (*os.File, error) {
 	return f, nil
 }
 
-func unlockDir(f *os.File) error {
-	return f.Close() // closing the descriptor releases the flock
-}
-
 func statfs(dir string) (free, total uint64, err error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {

@@ -14,8 +14,6 @@ func lockDir(name string) (*os.File, error) {
 	return os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 }
 
-func unlockDir(f *os.File) error { return f.Close() }
-
 func statfs(string) (free, total uint64, err error) {
 	return 0, 0, errors.New("statfs not supported on this platform")
 }

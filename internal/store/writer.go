@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +31,8 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, writeBufSize); re
 type Writer struct {
 	s        *Store
 	path, id string
-	name     string   // temp file name; "" once removed or renamed
-	f        *os.File // nil once closed
+	name     string // temp file name; "" once removed or renamed
+	f        File   // nil once closed
 	h        hash.Hash
 	n        int64
 	pbuf     *[]byte // pooled buffer; buf aliases *pbuf
@@ -52,7 +51,7 @@ func (s *Store) Create(path, id string) (*Writer, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("store: create %q/%s: %w", path, id, ErrClosed)
 	}
-	f, err := os.CreateTemp(s.tmp, "blob-*")
+	f, err := s.fs.CreateTemp(s.tmp, "blob-*")
 	if err != nil {
 		return nil, wrapErr("create", path, id, err)
 	}
@@ -154,7 +153,7 @@ func (w *Writer) discard() {
 		w.f = nil
 	}
 	if w.name != "" {
-		os.Remove(w.name)
+		w.s.fs.Remove(w.name)
 		w.name = ""
 	}
 	w.release()

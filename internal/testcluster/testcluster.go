@@ -139,6 +139,14 @@ func (c *Cluster) Restart(i int) {
 	c.startNode(nd)
 }
 
+// RestartWith is Restart with a change to node i's config first (e.g. the
+// file system its store comes back on after a simulated power loss).
+func (c *Cluster) RestartWith(i int, setup func(cfg *node.Config)) {
+	c.t.Helper()
+	setup(&c.Nodes[i].cfg)
+	c.Restart(i)
+}
+
 // Shutdown stops every node.
 func (c *Cluster) Shutdown() {
 	for i := range c.Nodes {

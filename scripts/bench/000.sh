@@ -52,7 +52,7 @@ run "two" "durability-two" --op write --sets own,common
 for policy in idle immediate reads; do
   up 2 local
   "$bin" config set resume "$policy" --node 10.77.0.11:7946
-  run "$policy" "resume-$policy" --op write,read --sets common
+  run "$policy" "resume-$policy" --op write,read --sets own,common
 done
 "$bin" bench combine --label "paper 000, 2 servers: durability two; resumption policies" \
   --chart docs/img/000-writes.png --json "$out/writes.json" "$out"/durability-two-*.json "$out"/resume-*.json

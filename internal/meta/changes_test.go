@@ -1,0 +1,51 @@
+package meta
+
+import (
+	"fmt"
+	"testing"
+	"unsafe"
+)
+
+// Without a DrainChanges, changed paths are kept up to maxChanged; beyond
+// that the next drain asks for a rescan instead, which covers them.
+func TestFSMChangesCapped(t *testing.T) {
+	m := NewFSM()
+	idx := uint64(1)
+	fsmApply(t, m, idx, fsmNode("a"))
+	m.DrainChanges()
+	acquire := func(p string) {
+		idx++
+		fsmApply(t, m, idx, Command{Kind: KindAcquire, Path: p, Node: "a"})
+	}
+	for i := range maxChanged {
+		acquire(fmt.Sprint("f", i))
+	}
+	m.mu.RLock()
+	for p := range m.changed {
+		if unsafe.StringData(p) != unsafe.StringData(m.state.File(p).Path) {
+			t.Fatalf("changed path %q is not the record's string", p)
+		}
+	}
+	m.mu.RUnlock()
+	if paths, rescan := m.DrainChanges(); len(paths) != maxChanged || rescan {
+		t.Fatalf("at the cap: %d paths, rescan %v; want %d, false", len(paths), rescan, maxChanged)
+	}
+	for i := range maxChanged {
+		acquire(fmt.Sprint("g", i))
+	}
+	acquire("g0") // already in: no overflow
+	m.mu.RLock()
+	full, over := len(m.changed), m.overflow
+	m.mu.RUnlock()
+	if full != maxChanged || over {
+		t.Fatalf("a path already in overflowed the set: %d paths, overflow %v", full, over)
+	}
+	acquire("one-more")
+	if paths, rescan := m.DrainChanges(); len(paths) != 0 || !rescan {
+		t.Fatalf("over the cap: %d paths, rescan %v; want a rescan", len(paths), rescan)
+	}
+	acquire("after")
+	if paths, rescan := m.DrainChanges(); len(paths) != 1 || paths[0] != "after" || rescan {
+		t.Fatalf("after the drain: %v, %v", paths, rescan)
+	}
+}

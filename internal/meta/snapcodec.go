@@ -1,0 +1,222 @@
+package meta
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
+	"maps"
+	"slices"
+	"time"
+)
+
+// The binary snapshot format, version 2 (version 1 is JSON). It is
+// streamed: neither writing nor reading holds more than one record's
+// encoding in memory, where JSON held the whole document. Integers are
+// (zigzag) varints; a string is its length then its bytes.
+//
+//	magic, uvarint version
+//	uvarint applied index
+//	uvarint count, nodes: id, peer, http, state, time since
+//	uvarint count, settings by key: key, value
+//	uvarint count, files in path order (below)
+//	uvarint count, idempotency records oldest first: key, kind, path, uvarint version
+//	end marker
+//
+// A file is: uvarint length of the prefix shared with the previous path,
+// the rest of the path, uvarint version, flags byte, blob id, varint size,
+// sum (32 raw bytes if flagHexSum, else a string), time modified, holder
+// (an ID reference), uvarint grant, unfenced and valid (set references).
+// A time is varint Unix seconds, uvarint nanoseconds; it is restored in
+// UTC. Node IDs and node sets are written once and then referred to by
+// number: uvarint 0 is the empty ID or set, 1 introduces a new one (which
+// takes the next number), n ≥ 2 refers to the (n-2)th.
+//
+// Corruption on disk is caught by raft's file snapshot store (a CRC-64 of
+// the whole file, checked on open); truncation, by the end marker.
+const (
+	snapMagic   = "\x00mure-snapshot\n" // JSON (version 1) starts with '{'
+	snapVersion = 2
+	snapEnd     = "end\n"
+	// snapMaxString bounds a string read from a snapshot, so that a
+	// corrupt length cannot ask for gigabytes.
+	snapMaxString = 16 << 20
+)
+
+const (
+	flagDeleted byte = 1 << iota
+	flagPending
+	flagHexSum
+)
+
+// errBadSnapshot: the snapshot is not one this binary can read.
+var errBadSnapshot = errors.New("bad snapshot")
+
+// snapWriter encodes a snapshot onto a buffered writer.
+type snapWriter struct {
+	w    *bufio.Writer
+	buf  []byte
+	key  []byte
+	ids  map[string]uint64
+	sets map[string]uint64 // by setKey
+	path string            // previous file's
+}
+
+func writeSnapshot(w io.Writer, d *snapshotData) error {
+	e := &snapWriter{w: bufio.NewWriterSize(w, 64<<10), ids: map[string]uint64{}, sets: map[string]uint64{}}
+	e.w.WriteString(snapMagic)
+	e.uvarint(snapVersion)
+	e.uvarint(d.Applied)
+	e.uvarint(uint64(len(d.Nodes)))
+	for _, n := range d.Nodes {
+		e.str(n.ID)
+		e.str(n.PeerAddr)
+		e.str(n.HTTPAddr)
+		e.str(string(n.State))
+		e.time(n.Since)
+	}
+	keys := slices.Sorted(maps.Keys(d.Config))
+	e.uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		e.str(k)
+		e.str(d.Config[k])
+	}
+	e.uvarint(uint64(len(d.Files)))
+	for _, f := range d.Files {
+		e.file(f)
+	}
+	e.uvarint(uint64(len(d.Idem)))
+	for _, r := range d.Idem {
+		e.str(r.Key)
+		e.str(string(r.Kind))
+		e.str(r.Path)
+		e.uvarint(r.Version)
+	}
+	e.w.WriteString(snapEnd)
+	return e.w.Flush() // bufio keeps the first write error
+}
+
+func (e *snapWriter) file(f *File) {
+	shared := commonPrefix(e.path, f.Path)
+	e.uvarint(uint64(shared))
+	e.str(f.Path[shared:])
+	e.path = f.Path
+	e.uvarint(f.Version)
+	var flags byte
+	if f.Deleted {
+		flags |= flagDeleted
+	}
+	if f.Pending {
+		flags |= flagPending
+	}
+	sum, hexSum := decodeHexSum(f.Sum)
+	if hexSum {
+		flags |= flagHexSum
+	}
+	e.w.WriteByte(flags)
+	e.str(f.BlobID)
+	e.varint(f.Size)
+	if hexSum {
+		e.w.Write(sum[:])
+	} else {
+		e.str(f.Sum)
+	}
+	e.time(f.Modified)
+	e.id(f.Holder)
+	e.uvarint(f.Grant)
+	e.set(f.Unfenced)
+	e.set(f.Valid)
+}
+
+func (e *snapWriter) uvarint(v uint64) {
+	e.buf = binary.AppendUvarint(e.buf[:0], v)
+	e.w.Write(e.buf)
+}
+
+func (e *snapWriter) varint(v int64) {
+	e.buf = binary.AppendVarint(e.buf[:0], v)
+	e.w.Write(e.buf)
+}
+
+func (e *snapWriter) str(s string) {
+	e.uvarint(uint64(len(s)))
+	e.w.WriteString(s)
+}
+
+func (e *snapWriter) time(t time.Time) {
+	e.varint(t.Unix())
+	e.uvarint(uint64(t.Nanosecond()))
+}
+
+func (e *snapWriter) id(id string) {
+	if id == "" {
+		e.uvarint(0)
+		return
+	}
+	if n, ok := e.ids[id]; ok {
+		e.uvarint(n + 2)
+		return
+	}
+	e.ids[id] = uint64(len(e.ids))
+	e.uvarint(1)
+	e.str(id)
+}
+
+func (e *snapWriter) set(ids []string) {
+	if len(ids) == 0 {
+		e.uvarint(0)
+		return
+	}
+	e.key = appendSetKey(e.key[:0], ids)
+	if n, ok := e.sets[string(e.key)]; ok {
+		e.uvarint(n + 2)
+		return
+	}
+	e.sets[string(e.key)] = uint64(len(e.sets))
+	e.uvarint(1)
+	e.uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		e.id(id)
+	}
+}
+
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// decodeHexSum returns the 32 bytes of a lowercase hex SHA-256, the form
+// every sum mure computes has; any other string is kept as it is.
+func decodeHexSum(s string) (sum [32]byte, ok bool) {
+	if len(s) != 2*len(sum) {
+		return sum, false
+	}
+	for i := range sum {
+		hi, lo := hexValue[s[2*i]], hexValue[s[2*i+1]]
+		if hi|lo > 0xf {
+			return sum, false
+		}
+		sum[i] = hi<<4 | lo
+	}
+	return sum, true
+}
+
+// hexValue maps a lowercase hex digit to its value, anything else to 0xff.
+var hexValue = func() (t [256]byte) {
+	for c := range t {
+		switch {
+		case '0' <= c && c <= '9':
+			t[c] = byte(c - '0')
+		case 'a' <= c && c <= 'f':
+			t[c] = byte(c - 'a' + 10)
+		default:
+			t[c] = 0xff
+		}
+	}
+	return t
+}()

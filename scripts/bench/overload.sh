@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# One node process at twice its sustainable request rate (issue 3, overload).
+#  1. closed loop (64 clients, 1 KiB files): the sustainable GET and PUT rates;
+#  2. open loop at 2x each rate for DURATION (at most 4096 outstanding, so the
+#     node's own limits, not the generator, decide what is refused), while
+#     /healthz, /metrics and /status are probed every 200 ms and the node's
+#     RSS and open file descriptors are sampled every 200 ms.
+# Prints, per operation: sustainable rate, what was offered, admitted p50/p99/
+# max (from the scheduled time), 503s (and how many the node's admission
+# counted), max RSS, max fds, max goroutines, probe answers and their worst
+# latency. Loopback, generator and node on the same machine; default node
+# limits (256 in flight, 1024 waiting, 2 s wait) and fsync on.
+#   scripts/bench/overload.sh [DURATION]   (default 20s; about 3 minutes in all)
+# Needs curl and jq. OUT=DIR keeps the reports and samples there.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+dur=${1:-20s}
+closed=${CLOSED:-10s}
+addr=127.0.0.1:7986
+while [ -e /tmp/bench.lock ]; do sleep 10; done # another benchmark runs
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+bin=$work/mure
+go build -o "$bin" ./cmd/mure
+"$bin" serve --data "$work/data" --http $addr --peer 127.0.0.1:7987 --log-level error >"$work/node.log" 2>&1 &
+node=$!
+pids+=("$node")
+for _ in $(seq 100); do curl -sf "http://$addr/readyz" >/dev/null && break; sleep 0.1; done
+curl -sf "http://$addr/readyz" >/dev/null || { echo "node not ready" >&2; cat "$work/node.log" >&2; exit 1; }
+
+bench() { # op json extra-flags...
+  local op=$1 json=$2
+  shift 2
+  timeout 600 "$bin" bench replicated-io --node $addr --clients 64 --files 20 --sizes 1K \
+    --op "$op" --timeout 10s --json "$json" "$@" >"$json.txt"
+}
+# sample FILE: "rss_kB fds" of the node every 200 ms.
+sample() {
+  while kill -0 "$node" 2>/dev/null; do
+    echo "$(awk '/^VmRSS/ {print $2}' /proc/$node/status) $(ls /proc/$node/fd | wc -l)"
+    sleep 0.2
+  done >"$1"
+}
+# probe FILE: "path status seconds [goroutines]" every 200 ms.
+probe() {
+  while :; do
+    for p in /healthz /metrics /status; do
+      r=$(curl -s -o "$1.body" -w '%{http_code} %{time_total}' --max-time 5 "http://$addr$p" || true)
+      g=
+      [ $p = /metrics ] && g=$(awk '/^go_goroutines / {print $2}' "$1.body" 2>/dev/null || true)
+      echo "$p ${r:-000 5} $g"
+    done
+    sleep 0.2
+  done >"$1"
+}
+rejected() { # the node's admission refusals so far
+  curl -s "http://$addr/metrics" | awk '/^mure_admission_rejected_total/ {s += $2} END {print s + 0}'
+}
+field() { jq -r ".groups[0].runs[0].$2 // 0" "$1"; }
+
+printf "%-4s %9s %9s %9s %8s %8s %8s %7s %7s %7s %8s %7s %6s %6s %9s\n" \
+  op "sust/s" "offered/s" "admit/s" "p50 ms" "p99 ms" "max ms" "503" "counted" "other" "RSS MiB" "fds" "gor" probes "probe ms"
+for op in read write; do
+  bench $op "$work/$op-closed.json" --duration "$closed" --warmup 2s
+  sust=$(field "$work/$op-closed.json" ops_per_s)
+  rate=$(awk -v s="$sust" 'BEGIN {printf "%d", 2 * s}')
+  before=$(rejected)
+  sample "$work/$op.samples" &
+  pids+=($!)
+  probe "$work/$op.probes" &
+  pids+=($!)
+  bench $op "$work/$op-open.json" --rate "$rate" --outstanding 4096 --duration "$dur"
+  kill "${pids[-1]}" "${pids[-2]}" 2>/dev/null || true
+  wait "${pids[-1]}" "${pids[-2]}" 2>/dev/null || true
+  unset 'pids[-1]' 'pids[-2]'
+  counted=$(($(rejected) - before))
+  j=$work/$op-open.json
+  n503=$(field "$j" 'error_kinds.http_503')
+  other=$(($(field "$j" errors) - n503))
+  read -r rss fds < <(awk 'BEGIN {r = 0; f = 0} {if ($1 > r) r = $1; if ($2 > f) f = $2} END {printf "%.0f %d\n", r / 1024, f}' "$work/$op.samples")
+  read -r probes bad worst gor < <(awk '{n++; if ($2 != 200) b++; if ($3 > w) w = $3; if ($4 > g) g = $4} END {printf "%d %d %.0f %d\n", n, b, w * 1000, g}' "$work/$op.probes")
+  printf "%-4s %9.0f %9.0f %9.0f %8.1f %8.1f %8.1f %7d %7d %7d %8s %7s %6s %6s %9s\n" \
+    $op "$sust" "$(field "$j" rate)" "$(field "$j" ops_per_s)" \
+    "$(field "$j" latency.p50_ms)" "$(field "$j" latency.p99_ms)" "$(field "$j" latency.max_ms)" \
+    "$n503" "$counted" "$other" "$rss" "$fds" "$gor" "$probes/$((probes - bad))ok" "$worst"
+  echo "     open loop: $(field "$j" requests) sent, $(field "$j" ok) ok, $(field "$j" dropped) dropped by the generator; errors: $(jq -c '.groups[0].runs[0].error_kinds // {}' "$j")"
+done
+echo "peak RSS of the node over the whole script: $(awk '/^VmHWM/ {printf "%.0f MiB", $2 / 1024}' /proc/$node/status)"
+if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$work"/*.json "$work"/*.samples "$work"/*.probes "$OUT"/; fi
