@@ -35,7 +35,7 @@ func (f *fakeNode) addr() string { return strings.TrimPrefix(f.srv.URL, "http://
 func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/status" { // nothing replicates here: always quiet
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"files":{"live":0,"suspended":0,"pending":0,"under_replicated":0,"backlog":0}}`)
+		fmt.Fprint(w, `{"members":[{}],"files":{"live":0,"suspended":0,"pending":0,"under_replicated":0,"backlog":0}}`)
 		return
 	}
 	p, ok := strings.CutPrefix(r.URL.Path, "/files/")

@@ -225,10 +225,14 @@ func waitQuiet(ctx context.Context, clients []*nodeClient) error {
 		for _, c := range nodes {
 			raw, err := c.setup.Status(ctx)
 			var st struct {
-				Files map[string]int `json:"files"`
+				Files   map[string]int    `json:"files"`
+				Members []json.RawMessage `json:"members"`
 			}
 			if err == nil {
 				err = json.Unmarshal(raw, &st)
+			}
+			if err == nil && len(st.Members) == 1 {
+				return nil // a single node replicates to nobody
 			}
 			f := st.Files
 			if err != nil || f["pending"]+f["under_replicated"]+f["backlog"] > 0 {

@@ -124,7 +124,7 @@ func (l *FastLane) serve(ctx *fasthttp.RequestCtx, f *meta.File, get bool) bool 
 	rh.Set("X-Mure-Sha256", f.Sum)
 	rh.Set("Content-Type", "application/octet-stream")
 	rh.Set("Accept-Ranges", "bytes")
-	rh.Set("Last-Modified", f.Modified.UTC().Format(http.TimeFormat))
+	rh.Set("Last-Modified", f.Modified.Time().Format(http.TimeFormat))
 	l.s.metrics.localReads.Inc()
 	if !get {
 		rh.SetContentLength(int(b.Size()))

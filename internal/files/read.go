@@ -124,7 +124,7 @@ func (s *Service) serveLocal(w http.ResponseWriter, r *http.Request, f *meta.Fil
 		// A whole small file from memory: one buffered write with the
 		// headers. ServeContent would copy through ReadFrom, which flushes
 		// the headers in a write of their own.
-		h["Last-Modified"] = []string{f.Modified.UTC().Format(http.TimeFormat)}
+		h["Last-Modified"] = []string{f.Modified.Time().Format(http.TimeFormat)}
 		h["Content-Length"] = []string{strconv.Itoa(len(data))}
 		w.WriteHeader(http.StatusOK)
 		if r.Method == http.MethodGet {
@@ -132,7 +132,7 @@ func (s *Service) serveLocal(w http.ResponseWriter, r *http.Request, f *meta.Fil
 		}
 		return true
 	}
-	http.ServeContent(w, r, "", f.Modified, content)
+	http.ServeContent(w, r, "", f.Modified.Time(), content)
 	if err := b.CheckErr(); err != nil {
 		s.lost(f, err)
 		panic(http.ErrAbortHandler) // close the connection mid-body

@@ -27,7 +27,7 @@ type FileInfo struct {
 }
 
 func infoOf(f *meta.File) FileInfo {
-	return FileInfo{Path: f.Path, Version: f.Version, ETag: f.ETag(), Size: f.Size, SHA256: f.Sum, Modified: f.Modified}
+	return FileInfo{Path: f.Path, Version: f.Version, ETag: f.ETag(), Size: f.Size, SHA256: f.Sum, Modified: f.Modified.Time()}
 }
 
 // writeReq is a parsed PUT or DELETE.

@@ -92,7 +92,7 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 		return cur, nil, false, err
 	}
 	f := cur.clone()
-	f.Version, f.BlobID, f.Size, f.Sum, f.Modified, f.Deleted = idx, c.BlobID, c.Size, c.Sum, c.Time, false
+	f.Version, f.BlobID, f.Size, f.Sum, f.Modified, f.Deleted = idx, c.BlobID, c.Size, c.Sum, StampOf(c.Time), false
 	f.Valid = []string{c.Node}
 	for _, id := range c.Standby {
 		if n := s.nodes[id]; n != nil && n.State == NodeActive {
@@ -196,7 +196,7 @@ func (s *State) delete(idx uint64, c Command) (*File, []string, bool, error) {
 		return cur, nil, false, err
 	}
 	f := cur.clone()
-	f.Version, f.Deleted, f.Modified = idx, true, c.Time
+	f.Version, f.Deleted, f.Modified = idx, true, StampOf(c.Time)
 	f.BlobID, f.Size, f.Sum = "", 0, ""
 	f.Holder, f.Grant, f.Valid = "", 0, nil
 	s.rememberIdem(IdemRecord{Key: c.Idem, Kind: c.Kind, Path: c.Path, Version: idx})

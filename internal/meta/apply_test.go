@@ -270,7 +270,7 @@ func TestCommit(t *testing.T) {
 			if after.Holder != c.Node || after.Grant != c.Grant {
 				t.Fatalf("commit changed the right: %+v", after)
 			}
-			if after.BlobID != c.BlobID || after.Size != c.Size || after.Sum != c.Sum || !after.Modified.Equal(testTime) {
+			if after.BlobID != c.BlobID || after.Size != c.Size || after.Sum != c.Sum || !after.Modified.Time().Equal(testTime) {
 				t.Fatalf("content fields not recorded: %+v from %+v", after, c)
 			}
 			if !slices.Equal(after.Valid, tc.wantValid) {

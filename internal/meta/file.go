@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // File is the catalogue record of one path. Records are immutable once
@@ -15,12 +14,12 @@ type File struct {
 	Path string `json:"path"`
 	// Version is the raft index of the command that wrote the current
 	// content (or the tombstone). It only grows.
-	Version  uint64    `json:"version"`
-	BlobID   string    `json:"blob_id,omitempty"`
-	Size     int64     `json:"size"`
-	Sum      string    `json:"sha256,omitempty"`
-	Modified time.Time `json:"modified"`
-	Deleted  bool      `json:"deleted,omitempty"`
+	Version  uint64 `json:"version"`
+	BlobID   string `json:"blob_id,omitempty"`
+	Size     int64  `json:"size"`
+	Sum      string `json:"sha256,omitempty"`
+	Modified Stamp  `json:"modified"`
+	Deleted  bool   `json:"deleted,omitempty"`
 	// Pending is set from a Commit or Delete until its Settle: the leader
 	// has not yet made sure that no node still answers for the previous
 	// state, so no node may answer for this one either (reads wait).

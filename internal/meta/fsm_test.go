@@ -356,7 +356,7 @@ func normFile(t *testing.T, f *File) File {
 	if len(c.Valid) == 0 {
 		c.Valid = nil
 	}
-	c.Modified = c.Modified.UTC()
+	c.Modified = StampOf(c.Modified.Time())
 	return c
 }
 

@@ -121,7 +121,7 @@ func (e *snapWriter) file(f *File) {
 	} else {
 		e.str(f.Sum)
 	}
-	e.time(f.Modified)
+	e.time(f.Modified.Time())
 	e.id(f.Holder)
 	e.uvarint(f.Grant)
 	e.set(f.Unfenced)

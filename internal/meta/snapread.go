@@ -87,7 +87,7 @@ func (d *snapReader) file() *File {
 	} else {
 		f.Sum = d.str()
 	}
-	f.Modified = d.time()
+	f.Modified = StampOf(d.time())
 	f.Holder = d.id()
 	f.Grant = d.uvarint()
 	f.Unfenced = d.set()

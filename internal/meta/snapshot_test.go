@@ -70,11 +70,11 @@ func checkIdemEqual(t *testing.T, a, b *FSM) {
 func TestSnapshotRoundTripOddRecords(t *testing.T) {
 	hexSum := strings.Repeat("0123456789abcdef", 4)
 	files := []*File{
-		{Path: "a", Version: 3, BlobID: "b1", Size: 10, Sum: hexSum, Modified: testTime, Valid: []string{"n1", "n2"}},
+		{Path: "a", Version: 3, BlobID: "b1", Size: 10, Sum: hexSum, Modified: StampOf(testTime), Valid: []string{"n1", "n2"}},
 		{Path: "a/b", Version: 4, Sum: strings.ToUpper(hexSum), Valid: []string{"n1", "n2"}},
-		{Path: "a/bc", Version: 5, Sum: hexSum[:63], Modified: time.Unix(-1e10, 999_999_999).UTC()},
+		{Path: "a/bc", Version: 5, Sum: hexSum[:63], Modified: StampOf(time.Unix(-9e9, 999_999_999))},
 		{Path: "a/bd", Version: 6, Sum: hexSum[:63] + "g", Holder: "n3", Grant: 6, Valid: []string{"n3"}},
-		{Path: "b", Version: 7, Deleted: true, Pending: true, Unfenced: []string{"n1", "n2", "n3"}, Modified: testTime.Add(time.Nanosecond)},
+		{Path: "b", Version: 7, Deleted: true, Pending: true, Unfenced: []string{"n1", "n2", "n3"}, Modified: StampOf(testTime.Add(time.Nanosecond))},
 		{Path: "b\x00é", Version: 8, Size: -1, Sum: "sum", Pending: true, Unfenced: []string{"n1"}, Holder: "n1", Grant: 8,
 			Valid: []string{"n1", "n2"}},
 		{Path: strings.Repeat("x", 300), Version: 1 << 62, Sum: "", Valid: []string{"", "n2"}},
