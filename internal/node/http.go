@@ -15,6 +15,7 @@ import (
 	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/files"
+	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/meta"
 )
 
@@ -103,7 +104,10 @@ type Status struct {
 	Raft      map[string]string `json:"raft"`
 	Files     FilesInfo         `json:"files"`
 	Store     StoreInfo         `json:"store"`
-	Config    map[string]string `json:"config"`
+	// Host is what this node's host uses: its own cgroup's figures when it
+	// runs in one (an emulated host, a container), the machine's otherwise.
+	Host   hostload.Sample   `json:"host"`
+	Config map[string]string `json:"config"`
 }
 
 // NodeInfo names this node.
@@ -161,6 +165,7 @@ func (n *Node) Status() Status {
 		s.Files.UnderReplicated = st.UnderReplicated(meta.ParseConfig(s.Config).Replicas)
 	})
 	s.Files.Backlog = n.files.Backlog()
+	s.Host, _ = n.load.Read()
 	s.Store.Blobs, s.Store.Bytes = n.st.Usage()
 	s.Store.DiskFree, _, _ = n.st.DiskFree()
 	checks := n.st.Checks()

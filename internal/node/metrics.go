@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/store"
 )
@@ -38,6 +39,18 @@ func (n *Node) registerMetrics() {
 			return v
 		}
 	}
+	host := func(f func(hostload.Sample) float64) func() float64 {
+		return func() float64 {
+			s, _ := n.load.Read()
+			return f(s)
+		}
+	}
+	n.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "mure", Name: "host_cpu_seconds_total",
+		Help: "CPU time used by this node's host: its cgroup when it runs in one, else the machine."},
+		host(func(s hostload.Sample) float64 { return s.CPUSeconds })))
+	gauge("host_cpu_quota_cores", "Cores this node's host may use (0: no quota).", host(func(s hostload.Sample) float64 { return s.CPUQuota }))
+	gauge("host_memory_bytes", "Memory in use on this node's host (its cgroup, else the machine).", host(func(s hostload.Sample) float64 { return float64(s.MemoryBytes) }))
+	gauge("host_memory_limit_bytes", "Memory limit of this node's host (0: none).", host(func(s hostload.Sample) float64 { return float64(s.MemoryLimit) }))
 	gauge("raft_term", "Current raft term.", stat("term"))
 	gauge("raft_applied_index", "Last raft index applied to the state machine.", stat("applied_index"))
 	gauge("raft_commit_index", "Last raft index known committed.", stat("commit_index"))

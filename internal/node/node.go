@@ -19,6 +19,7 @@ import (
 
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/files"
+	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/store"
 	"github.com/mure-dev/mure/internal/transport"
@@ -38,6 +39,7 @@ type Node struct {
 	httpSrv *http.Server
 	fastLn  net.Listener
 	pprof   *http.Server
+	load    *hostload.Reader
 	fast    *files.FastLane
 	peerSrv *http.Server
 	// NewKey is set when this start created the cluster key.
@@ -152,6 +154,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.files = svc
 	svc.Start()
 	closers = append(closers, func() { svc.Close() })
+	n.load = hostload.Open()
 	n.registerMetrics()
 
 	n.peerSrv = &http.Server{Handler: n.peerHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog()}

@@ -2,6 +2,8 @@ package testbed
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mure-dev/mure/internal/bench"
+	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/testcluster"
 )
 
@@ -110,6 +113,11 @@ func TestTestbed(t *testing.T) {
 		if u, err := tb.Usage(h); err != nil || u.CPUSeconds <= 0 {
 			t.Errorf("server %s: cgroup measured no CPU (%+v, %v)", h.Name, u, err)
 		}
+		// the node reports its own host's figures, not the machine's
+		host, err := nodeHost(ctx, h)
+		if err != nil || !strings.HasPrefix(host.Source, "cgroup") || host.CPUQuota != cfg.ServerCPU || host.CPUSeconds <= 0 || host.MemoryBytes <= 0 {
+			t.Errorf("server %s: node reports host %+v (%v), want its cgroup with a %.2f-core quota", h.Name, host, err, cfg.ServerCPU)
+		}
 	}
 
 	// faults: a stopped node is frozen, a killed one is gone and restarts
@@ -154,6 +162,21 @@ func TestTestbed(t *testing.T) {
 	if _, err := os.Stat(cfg.Dir); !os.IsNotExist(err) {
 		t.Errorf("testbed directory %s still exists (%v)", cfg.Dir, err)
 	}
+}
+
+// nodeHost asks the node of h what its host uses (GET /status).
+func nodeHost(ctx context.Context, h *Host) (hostload.Sample, error) {
+	var st struct {
+		Host hostload.Sample `json:"host"`
+	}
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+h.HTTP()+"/status", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st.Host, err
+	}
+	defer resp.Body.Close()
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	return st.Host, err
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
