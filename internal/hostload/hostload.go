@@ -73,6 +73,10 @@ func open(proc, cgroupRoot string) *Reader {
 	return r
 }
 
+// OwnCgroups maps each cgroup v1 controller of this process (and "" for
+// the v2 hierarchy) to its group's path, from /proc/self/cgroup.
+func OwnCgroups() (map[string]string, error) { return readCgroups("/proc/self/cgroup") }
+
 // readCgroups maps each v1 controller (and "" for v2) to its path.
 func readCgroups(file string) (map[string]string, error) {
 	f, err := os.Open(file)

@@ -1,7 +1,6 @@
 package testbed
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mure-dev/mure/internal/hostload"
 )
 
 const cgroupRoot = "/sys/fs/cgroup"
@@ -31,27 +32,6 @@ type Cgroup struct {
 func isV2() bool {
 	_, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers"))
 	return err == nil
-}
-
-// ownCgroups maps each v1 controller to the cgroup path of this process.
-func ownCgroups() (map[string]string, error) {
-	f, err := os.Open("/proc/self/cgroup")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	m := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		for c := range strings.SplitSeq(parts[1], ",") {
-			m[c] = parts[2]
-		}
-	}
-	return m, sc.Err()
 }
 
 // newCgroup creates the cgroups of a host named name with a CPU quota of
@@ -82,7 +62,7 @@ func newCgroup(name string, cores float64, memMB int) (*Cgroup, error) {
 		}
 		return cg, nil
 	}
-	own, err := ownCgroups()
+	own, err := hostload.OwnCgroups()
 	if err != nil {
 		return nil, fmt.Errorf("read /proc/self/cgroup: %w", err)
 	}

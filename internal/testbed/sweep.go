@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/mure-dev/mure/internal/hostload"
 )
 
 // Teardown removes the testbed kept in dir, if any, and then everything on
@@ -83,7 +85,7 @@ func cgroupsWithPrefix(prefix string) []string {
 	var parents []string
 	if isV2() {
 		parents = []string{cgroupRoot}
-	} else if own, err := ownCgroups(); err == nil {
+	} else if own, err := hostload.OwnCgroups(); err == nil {
 		seen := map[string]bool{}
 		for _, ctrl := range []string{"cpu", "cpuacct", "memory"} {
 			mount, err := filepath.EvalSymlinks(filepath.Join(cgroupRoot, ctrl))
