@@ -8,10 +8,14 @@
 # Prints, per operation: sustainable rate, what was offered, admitted p50/p99/
 # max (from the scheduled time), 503s (and how many the node's admission
 # counted), max RSS, max fds, max goroutines, probe answers and their worst
-# latency. Loopback, generator and node on the same machine; default node
-# limits (256 in flight, 1024 waiting, 2 s wait) and fsync on.
+# latency. Loopback, generator and node on the same machine; the node is held
+# to NODE_CPU cores (default 0.25, a cgroup CPU quota; 0: no limit) so that the
+# generator, with the rest, can offer twice what the node sustains. Default
+# node limits (256 in flight, 1024 waiting, 2 s wait), fsync on.
 #   scripts/bench/overload.sh [DURATION]   (default 20s; about 3 minutes in all)
-# Needs curl and jq. OUT=DIR keeps the reports and samples there.
+# NODE_FLAGS adds serve flags (e.g. "--max-inflight 32 --max-queue 128").
+# Needs root for the CPU quota, curl and jq. OUT=DIR keeps the reports and
+# samples there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dur=${1:-20s}
@@ -19,18 +23,35 @@ closed=${CLOSED:-10s}
 addr=127.0.0.1:7986
 while [ -e /tmp/bench.lock ]; do sleep 10; done # another benchmark runs
 work=$(mktemp -d)
-pids=()
+node= samp= prob= cg=
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  kill $samp $prob $node 2>/dev/null || true
   wait 2>/dev/null || true
+  [ -z "$cg" ] || rmdir "$cg" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
+# limit_cpu PID CORES: a CPU quota over a 10 ms period (cgroup v1 or v2).
+limit_cpu() {
+  local q
+  q=$(awk -v c="$2" 'BEGIN {printf "%d", c * 10000}')
+  if [ -e /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
+    cg=/sys/fs/cgroup/cpu/mure-overload-$$
+    mkdir "$cg" && echo 10000 >"$cg/cpu.cfs_period_us" && echo "$q" >"$cg/cpu.cfs_quota_us" && echo "$1" >"$cg/cgroup.procs"
+  elif grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+    cg=/sys/fs/cgroup/mure-overload-$$
+    mkdir "$cg" && echo "$q 10000" >"$cg/cpu.max" && echo "$1" >"$cg/cgroup.procs"
+  else
+    echo "no cgroup CPU controller: the node runs without a CPU limit" >&2
+  fi
+}
 bin=$work/mure
 go build -o "$bin" ./cmd/mure
-"$bin" serve --data "$work/data" --http $addr --peer 127.0.0.1:7987 --log-level error >"$work/node.log" 2>&1 &
+# shellcheck disable=SC2086 # NODE_FLAGS is a list of flags
+"$bin" serve --data "$work/data" --http $addr --peer 127.0.0.1:7987 --log-level error ${NODE_FLAGS:-} >"$work/node.log" 2>&1 &
 node=$!
-pids+=("$node")
+cpu=${NODE_CPU:-0.25}
+[ "$cpu" = 0 ] || limit_cpu $node "$cpu"
 for _ in $(seq 100); do curl -sf "http://$addr/readyz" >/dev/null && break; sleep 0.1; done
 curl -sf "http://$addr/readyz" >/dev/null || { echo "node not ready" >&2; cat "$work/node.log" >&2; exit 1; }
 
@@ -72,13 +93,13 @@ for op in read write; do
   rate=$(awk -v s="$sust" 'BEGIN {printf "%d", 2 * s}')
   before=$(rejected)
   sample "$work/$op.samples" &
-  pids+=($!)
+  samp=$!
   probe "$work/$op.probes" &
-  pids+=($!)
+  prob=$!
   bench $op "$work/$op-open.json" --rate "$rate" --outstanding 4096 --duration "$dur"
-  kill "${pids[-1]}" "${pids[-2]}" 2>/dev/null || true
-  wait "${pids[-1]}" "${pids[-2]}" 2>/dev/null || true
-  unset 'pids[-1]' 'pids[-2]'
+  kill $samp $prob 2>/dev/null || true
+  wait $samp $prob 2>/dev/null || true
+  samp= prob=
   counted=$(($(rejected) - before))
   j=$work/$op-open.json
   n503=$(field "$j" 'error_kinds.http_503')
@@ -91,5 +112,5 @@ for op in read write; do
     "$n503" "$counted" "$other" "$rss" "$fds" "$gor" "$probes/$((probes - bad))ok" "$worst"
   echo "     open loop: $(field "$j" requests) sent, $(field "$j" ok) ok, $(field "$j" dropped) dropped by the generator; errors: $(jq -c '.groups[0].runs[0].error_kinds // {}' "$j")"
 done
-echo "peak RSS of the node over the whole script: $(awk '/^VmHWM/ {printf "%.0f MiB", $2 / 1024}' /proc/$node/status)"
+echo "node CPU limit: ${cpu} cores (0: none), flags: ${NODE_FLAGS:-none}; peak RSS of the node over the whole script: $(awk '/^VmHWM/ {printf "%.0f MiB", $2 / 1024}' /proc/$node/status)"
 if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$work"/*.json "$work"/*.samples "$work"/*.probes "$OUT"/; fi
