@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -242,13 +243,30 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
+	handedMu.Lock()
+	defer handedMu.Unlock()
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("free port: %v", err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		// Ports are picked before the nodes bind them: the kernel may
+		// offer a closed one again, so never hand out the same one twice.
+		if !handed[addr] {
+			handed[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("free port: the kernel keeps offering ports already handed out")
+	return ""
 }
+
+var (
+	handedMu sync.Mutex
+	handed   = map[string]bool{} // addresses freeAddr returned in this test binary
+)
 
 func testLogger(t testing.TB, i int) *slog.Logger {
 	if os.Getenv("MURE_TEST_LOG") == "" {
