@@ -177,3 +177,63 @@ func overloadBurst(t *testing.T) {
 		return runtime.NumGoroutine() <= baseGoroutines+10 && openFDs() <= baseFDs+10
 	})
 }
+
+// TestWriteLimit checks that file writes have their own, smaller limit:
+// with one write slot and no waiting, a second write is refused with
+// 503 overloaded while the first holds its slot, and reads still pass.
+func TestWriteLimit(t *testing.T) {
+	c := testcluster.Start(t, 1, testcluster.Options{Setup: func(i int, cfg *node.Config) {
+		cfg.MaxWriteInFlight, cfg.MaxWriteQueue = 1, -1
+	}})
+	base := "http://" + c.HTTPAddr(0) + "/files/"
+	put(t, c.Client(0), "w/readable", "here")
+
+	// The first write holds the only write slot while its body trickles.
+	body, feed := io.Pipe()
+	req, _ := http.NewRequest("PUT", base+"w/slow", body)
+	req.ContentLength = 4
+	first := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Errorf("first write: %v", err)
+		}
+		first <- resp
+	}()
+	feed.Write([]byte("ab")) // the handler is reading: it holds the slot
+
+	var resp *http.Response
+	testcluster.WaitFor(t, 10*time.Second, "a second write to be refused", func() bool {
+		r, err := http.DefaultClient.Do(mustReq(t, "PUT", base+"w/other", "x"))
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		resp = r
+		return r.StatusCode == http.StatusServiceUnavailable && bytes.Contains(b, []byte(`"overloaded"`))
+	})
+	if resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("503 without Retry-After")
+	}
+	mustGet(t, c.Client(0), "w/readable", "here") // reads are not held up
+
+	feed.Write([]byte("cd"))
+	feed.Close()
+	if r := <-first; r == nil || r.StatusCode != http.StatusCreated && r.StatusCode != http.StatusOK {
+		t.Fatalf("first write: %v", r)
+	} else {
+		r.Body.Close()
+	}
+	mustGet(t, c.Client(0), "w/slow", "abcd")
+	put(t, c.Client(0), "w/other", "x") // the slot is free again
+}
+
+func mustReq(t *testing.T, method, url, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader([]byte(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}

@@ -35,6 +35,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Int64Var(&cfg.MaxBody, "max-body", 5<<30, "largest file accepted, in bytes")
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 256, "client requests executed at once; more wait")
 	fs.IntVar(&cfg.MaxQueue, "max-queue", 1024, "client requests waiting for a slot; beyond, 503 with Retry-After")
+	fs.IntVar(&cfg.MaxWriteInFlight, "max-write-inflight", node.DefaultMaxWriteInFlight, "of those, file writes (PUT, DELETE) executed at once")
+	fs.IntVar(&cfg.MaxWriteQueue, "max-write-queue", node.DefaultMaxWriteQueue, "file writes waiting for a write slot; beyond, 503 with Retry-After")
 	fs.Int64Var(&cfg.CacheBytes, "cache", 64<<20, "memory cache for small files, in bytes (0 disables)")
 	fs.DurationVar(&cfg.ScrubPeriod, "scrub-period", 24*time.Hour, "read back every local replica to check its checksum once per this period (0 disables the scrub)")
 	fs.Int64Var(&cfg.ScrubRate, "scrub-rate", 64<<20, "cap on the scrub's disk reading, in bytes per second (0: no cap)")

@@ -60,6 +60,9 @@ type Config struct {
 	Exempt []string
 	// RetryAfter is the Retry-After of rejections in seconds (default 1).
 	RetryAfter int
+	// Subsystem names the metrics: mure_<Subsystem>_in_flight and so on
+	// (default "admission"), so that two Limiters can share a registry.
+	Subsystem string
 }
 
 func (c Config) withDefaults() Config {
@@ -81,6 +84,9 @@ func (c Config) withDefaults() Config {
 	c.Exempt = append([]string(nil), c.Exempt...)
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = DefaultRetryAfter
+	}
+	if c.Subsystem == "" {
+		c.Subsystem = "admission"
 	}
 	return c
 }

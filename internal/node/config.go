@@ -48,6 +48,11 @@ type Config struct {
 	// waiting; beyond them requests get 503 with Retry-After (0: defaults
 	// of internal/admission).
 	MaxInFlight, MaxQueue int
+	// MaxWriteInFlight and MaxWriteQueue bound, within those, the writes
+	// (PUT and DELETE of files): a write's own time grows with the writes
+	// running beside it (fsyncs, raft rounds), so letting hundreds run at
+	// once keeps none of them fast (0: 32 and 128; docs/reliability.md).
+	MaxWriteInFlight, MaxWriteQueue int
 	// NoSync skips fsync (tests only: it voids durability).
 	NoSync bool
 	// CacheBytes bounds the memory cache of small files.

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -45,7 +46,28 @@ func (n *Node) clientHandler() http.Handler {
 	// The peer API is not limited: a client request waiting on a peer
 	// while that peer's requests wait here would deadlock.
 	lim := admission.New(admission.Config{MaxInFlight: n.cfg.MaxInFlight, MaxQueue: n.cfg.MaxQueue}, n.reg)
-	return n.instrument(api.RequireToken(n.cfg.Token, open, lim.Wrap(n.route(mux))))
+	wlim := admission.New(admission.Config{MaxInFlight: cmp.Or(n.cfg.MaxWriteInFlight, DefaultMaxWriteInFlight),
+		MaxQueue: cmp.Or(n.cfg.MaxWriteQueue, DefaultMaxWriteQueue), Subsystem: "write_admission"}, n.reg)
+	return n.instrument(api.RequireToken(n.cfg.Token, open, lim.Wrap(writesThrough(wlim, n.route(mux)))))
+}
+
+// Defaults of the write limits (Config.MaxWriteInFlight, MaxWriteQueue).
+const (
+	DefaultMaxWriteInFlight = 32
+	DefaultMaxWriteQueue    = 128
+)
+
+// writesThrough sends writes of files through the write limiter and every
+// other request straight to next.
+func writesThrough(wlim *admission.Limiter, next http.Handler) http.Handler {
+	limited := wlim.Wrap(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if (r.Method == http.MethodPut || r.Method == http.MethodDelete) && strings.HasPrefix(r.URL.Path, files.FilesPrefix) {
+			limited.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // route sends file keys straight to the file service (no path cleaning)

@@ -13,7 +13,7 @@
 # generator, with the rest, can offer twice what the node sustains. Default
 # node limits (256 in flight, 1024 waiting, 2 s wait), fsync on.
 #   scripts/bench/overload.sh [DURATION]   (default 20s; about 3 minutes in all)
-# NODE_FLAGS adds serve flags (e.g. "--max-inflight 32 --max-queue 128").
+# OPS=write measures writes only. NODE_FLAGS adds serve flags (e.g. "--max-inflight 32 --max-queue 128").
 # Needs root for the CPU quota, curl and jq. OUT=DIR keeps the reports and
 # samples there.
 set -euo pipefail
@@ -81,13 +81,13 @@ probe() {
   done >"$1"
 }
 rejected() { # the node's admission refusals so far
-  curl -s "http://$addr/metrics" | awk '/^mure_admission_rejected_total/ {s += $2} END {print s + 0}'
+  curl -s "http://$addr/metrics" | awk '/^mure_(write_)?admission_rejected_total/ {s += $2} END {print s + 0}'
 }
 field() { jq -r ".groups[0].runs[0].$2 // 0" "$1"; }
 
 printf "%-4s %9s %9s %9s %8s %8s %8s %7s %7s %7s %8s %7s %6s %6s %9s\n" \
   op "sust/s" "offered/s" "admit/s" "p50 ms" "p99 ms" "max ms" "503" "counted" "other" "RSS MiB" "fds" "gor" probes "probe ms"
-for op in read write; do
+for op in ${OPS:-read write}; do
   bench $op "$work/$op-closed.json" --duration "$closed" --warmup 2s
   sust=$(field "$work/$op-closed.json" ops_per_s)
   rate=$(awk -v s="$sust" 'BEGIN {printf "%d", 2 * s}')
