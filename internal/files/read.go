@@ -48,6 +48,10 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 		// The state this answer was judged on, for whoever has to explain it.
 		w.Header().Set("X-Mure-Judged", fmt.Sprintf("applied=%d fenced=%v leased=%v lease=%s", j.applied, j.fenced, j.leased, s.cl.LeaseInfo()))
 	}
+	if j.pending && !j.leased {
+		noLeaseError(w)
+		return
+	}
 	if j.pending {
 		pendingError(w)
 		return
@@ -63,7 +67,7 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 	case fenced:
 		s.redirect(w, r, o.hop, j.hint)
 	case !leased && !f.Exists():
-		api.Unavailable(w, 1, api.CodeNoQuorum, "this node cannot confirm its view with the cluster leader (no read lease); retry on another node, or add ?stale=1 to accept a possibly old copy")
+		noLeaseError(w)
 	case !f.Exists():
 		if s.cfg.Explain {
 			if f == nil {
@@ -75,6 +79,10 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 		api.Error(w, http.StatusNotFound, api.CodeNotFound, "no file at "+p)
 	default:
 		target := s.pickReplica(f)
+		if target == "" && !leased {
+			noLeaseError(w) // the copy may be here, but it cannot be confirmed current
+			return
+		}
 		if target == "" {
 			api.Unavailable(w, 1, api.CodeUnavailable, "no reachable node holds a valid copy of "+p+" right now")
 			return
@@ -199,6 +207,12 @@ func clientID(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// noLeaseError answers a read this node cannot judge: it has no read lease,
+// so it cannot confirm its view of the file with the cluster leader.
+func noLeaseError(w http.ResponseWriter) {
+	api.Unavailable(w, 1, api.CodeNoQuorum, "this node cannot confirm its view with the cluster leader (no read lease); retry on another node, or add ?stale=1 to accept a possibly old copy")
 }
 
 // plainRead reports whether r asks for a whole file without conditions.

@@ -1,0 +1,67 @@
+package systest
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/mure-dev/mure/internal/node"
+	"github.com/mure-dev/mure/internal/testcluster"
+)
+
+// TestNoLeaseAnswer: a node cut off from the others loses its read lease;
+// asked for a file whose only copy it holds, it must not serve it (it
+// cannot know it is current) and must say why — no_quorum, not "no node
+// holds a copy" — and serve it again once healed.
+func TestNoLeaseAnswer(t *testing.T) {
+	c := testcluster.Start(t, 3, testcluster.Options{Setup: func(i int, cfg *node.Config) { cfg.DebugFaults = true }})
+	ctx := ctxT(t)
+	cl := c.Client(0)
+	for k, v := range map[string]string{"durability": "local", "resume": "reads", "resume.reads": "100"} {
+		if _, err := cl.SetConfig(ctx, k, v); err != nil {
+			t.Fatalf("config %s: %v", k, err)
+		}
+	}
+	i := (c.Leader() + 1) % 3 // a follower: its copy stays the only one
+	put(t, c.Client(i), "nq/x", "only here")
+	addr := "http://" + c.HTTPAddr(i)
+	isolate := func(on string) {
+		resp, err := http.Post(addr+"/debug/isolate?on="+on, "", nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("isolate=%s: %v %v", on, err, resp)
+		}
+		resp.Body.Close()
+	}
+	read := func() (int, string, string) {
+		resp, err := http.Get(addr + "/files/nq/x")
+		if err != nil {
+			return 0, "", ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var e struct{ Code string }
+		json.Unmarshal(b, &e)
+		return resp.StatusCode, e.Code, string(b)
+	}
+	testcluster.WaitFor(t, 10*time.Second, "the write to be visible on its node", func() bool {
+		status, _, _ := read()
+		return status == 200
+	})
+	isolate("1")
+	var code, body string
+	testcluster.WaitFor(t, 20*time.Second, "the isolated node to stop serving its copy", func() bool {
+		var status int
+		status, code, body = read()
+		return status == http.StatusServiceUnavailable
+	})
+	if code != "no_quorum" {
+		t.Fatalf("an isolated node answered %s, want code no_quorum", body)
+	}
+	isolate("0")
+	testcluster.WaitFor(t, 20*time.Second, "the healed node to serve its copy again", func() bool {
+		status, _, body := read()
+		return status == 200 && body == "only here"
+	})
+}
