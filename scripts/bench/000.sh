@@ -25,6 +25,7 @@ up() {
   "$bin" testbed up --servers "$1" --clients 4 --server-link 100mbit --client-link 150mbit \
     --server-cpu 0.2 --client-cpu 0.2 --data-size 12000
   "$bin" config set durability "$2" --node 10.77.0.11:7946
+  "$bin" config set replication.rate 0 --node 10.77.0.11:7946 # the links are the limit here
 }
 
 run() { # label json-name extra-flags...
