@@ -110,22 +110,28 @@ func runJobs(ctx context.Context, job Params, workers []Worker, whole bool) ([]*
 	return out, nil
 }
 
-// mergeWorkerRuns merges the one run each worker's report holds.
+// mergeWorkerRuns merges the one run each worker's report holds; each
+// must carry its latency histogram.
 func mergeWorkerRuns(reps []*Report) (*Result, error) {
 	var runs []*Result
 	for i, r := range reps {
 		if len(r.Groups) != 1 || len(r.Groups[0].Runs) != 1 {
 			return nil, fmt.Errorf("load generator %d: want one run in its report, got %d groups", i+1, len(r.Groups))
 		}
-		runs = append(runs, r.Groups[0].Runs[0])
+		run := r.Groups[0].Runs[0]
+		if run.Histogram == nil && run.OK > 0 {
+			return nil, fmt.Errorf("load generator %d: its run has no latency histogram", i+1)
+		}
+		runs = append(runs, run)
 	}
-	return MergeResults(runs)
+	return mergeResults(runs), nil
 }
 
-// MergeResults combines runs measured at the same time by different
-// generators: counts and throughputs add up, the elapsed time is the
-// longest, the latency histograms merge.
-func MergeResults(runs []*Result) (*Result, error) {
+// mergeResults adds up runs: counts and throughputs add up, the elapsed
+// time is the longest, error kinds and latency histograms merge. For runs
+// measured at the same time by different generators that is their
+// combined result; for the repetitions of a group, their totals.
+func mergeResults(runs []*Result) *Result {
 	m := &Result{}
 	var hs []*hdrhistogram.Histogram
 	for _, r := range runs {
@@ -150,14 +156,11 @@ func MergeResults(runs []*Result) (*Result, error) {
 		if h == nil && r.Histogram != nil {
 			h = hdrhistogram.Import(r.Histogram)
 		}
-		if h == nil && r.OK > 0 {
-			return nil, errors.New("a run to merge has no latency histogram")
-		}
 		hs = append(hs, h)
 	}
 	m.hist = mergeHistograms(hs...)
 	m.Latency = summarize(m.hist)
-	return m, nil
+	return m
 }
 
 // ServeJob is the worker's side: it reads a job (Params as JSON) from r,

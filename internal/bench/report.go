@@ -3,8 +3,6 @@ package bench
 import (
 	"math"
 	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Metrics a scenario reports as its headline figure.
@@ -84,24 +82,14 @@ func spreadOf(xs []float64) Spread {
 // summarize computes the group's figures from its runs.
 func (g *Group) summarize() {
 	var mbs, ops []float64
-	var hs []*hdrhistogram.Histogram
-	g.Requests, g.Errors, g.Dropped, g.ErrorKinds = 0, 0, 0, nil
 	for _, r := range g.Runs {
 		mbs = append(mbs, r.MBPerSec)
 		ops = append(ops, r.OpsPerSec)
-		hs = append(hs, r.hist)
-		g.Requests += r.Requests
-		g.Errors += r.Errors
-		g.Dropped += r.Dropped
-		for k, v := range r.ErrorKinds {
-			if g.ErrorKinds == nil {
-				g.ErrorKinds = map[string]int64{}
-			}
-			g.ErrorKinds[k] += v
-		}
 	}
+	total := mergeResults(g.Runs)
+	g.Requests, g.Errors, g.Dropped, g.ErrorKinds = total.Requests, total.Errors, total.Dropped, total.ErrorKinds
 	g.MBPerSec, g.OpsPerSec = spreadOf(mbs), spreadOf(ops)
-	g.Latency = summarize(mergeHistograms(hs...))
+	g.Latency = total.Latency
 }
 
 // newReport starts the report of scenario name run with p (after defaults).

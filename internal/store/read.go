@@ -65,30 +65,39 @@ func (s *Store) Open(path, id string) (*Blob, error) {
 	return memBlob(data), nil
 }
 
-// openUnverified opens a blob that must be checked before it is served.
-func (s *Store) openUnverified(path, id string, l loc, gen uint64) (*Blob, error) {
+// openDescribed opens blob id of l and reads its sidecar, as one under the
+// stripe's read lock. A sidecar that does not describe the data file wraps
+// ErrChecksum (the blob is then in quarantine); a missing blob wraps
+// fs.ErrNotExist. On success the caller closes f.
+func (s *Store) openDescribed(l loc, id string) (f File, fi fs.FileInfo, info Info, err error) {
 	mu := &s.stripes[l.stripe]
-	mu.RLock() // the data file and its sidecar, as one
-	f, err := s.fs.Open(l.data(id))
-	var info Info
-	var fi fs.FileInfo
+	mu.RLock()
+	f, err = s.fs.Open(l.data(id))
 	if err == nil {
 		if fi, err = f.Stat(); err == nil {
 			info, err = s.info(l.dir, id, fi)
-		}
-		if err == nil && info.Path != path {
-			err = fmt.Errorf("%w: sidecar names path %q", ErrChecksum, info.Path)
 		}
 		if err != nil {
 			f.Close()
 		}
 	}
 	mu.RUnlock()
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, notFound("open", path, id)
-	}
 	if errors.Is(err, ErrChecksum) {
 		s.failed(l, id, fi, info)
+	}
+	return f, fi, info, err
+}
+
+// openUnverified opens a blob that must be checked before it is served.
+func (s *Store) openUnverified(path, id string, l loc, gen uint64) (*Blob, error) {
+	f, fi, info, err := s.openDescribed(l, id)
+	if err == nil && info.Path != path {
+		f.Close()
+		err = fmt.Errorf("%w: sidecar names path %q", ErrChecksum, info.Path)
+		s.failed(l, id, fi, info)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, notFound("open", path, id)
 	}
 	if err != nil {
 		return nil, wrapErr("open", path, id, err)

@@ -142,25 +142,9 @@ func (s *Store) Verify(path, id string) error {
 // A missing blob is ErrNotFound; a mismatch wraps ErrChecksum, and the
 // blob is then in quarantine.
 func (s *Store) check(ctx context.Context, l loc, id string, p *pacer) (Info, error) {
-	mu := &s.stripes[l.stripe]
-	mu.RLock()
-	f, err := s.fs.Open(l.data(id))
-	var info Info
-	var fi fs.FileInfo
-	if err == nil {
-		if fi, err = f.Stat(); err == nil {
-			info, err = s.info(l.dir, id, fi)
-		}
-		if err != nil {
-			f.Close()
-		}
-	}
-	mu.RUnlock()
+	f, fi, info, err := s.openDescribed(l, id)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Info{}, ErrNotFound
-	}
-	if errors.Is(err, ErrChecksum) {
-		s.failed(l, id, fi, info)
 	}
 	if err != nil {
 		return info, err

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -175,21 +176,12 @@ func tail(file string, n int) string {
 
 func nsExists(ctx context.Context, ns string) bool {
 	names, err := netnsNames(ctx)
-	return err != nil || contains(names, ns)
+	return err != nil || slices.Contains(names, ns)
 }
 
 func linkExists(ctx context.Context, link string) bool {
 	names, err := linkNames(ctx)
-	return err != nil || contains(names, link)
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
+	return err != nil || slices.Contains(names, link)
 }
 
 // Running reports whether process pid runs.

@@ -24,13 +24,3 @@ func run(ctx context.Context, name string, args ...string) (string, error) {
 func inNS(ctx context.Context, ns, name string, args ...string) (string, error) {
 	return run(ctx, "ip", append([]string{"netns", "exec", ns, name}, args...)...)
 }
-
-// firstErr returns the first non-nil error.
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
