@@ -46,6 +46,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&cfg.DebugFaults, "debug-faults", false, "tests only: expose POST /debug/isolate?on=1|0 to cut this node off from its peers")
 	fs.BoolVar(&cfg.DebugUnsafeReads, "debug-unsafe-reads", false, "tests only: serve local copies without the consistency checks (a deliberately broken protocol)")
 	fs.BoolVar(&cfg.NoSync, "unsafe-no-fsync", false, "skip fsync (benchmarks and tests only: acknowledged writes may be lost on power failure)")
+	front := frontFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -72,6 +73,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.ScrubRate <= 0 {
 		cfg.ScrubRate = -1
 	}
+	cfg.Front = front()
 	cfg.Key = os.Getenv("MURE_KEY")
 	if keyFile != "" {
 		b, err := os.ReadFile(keyFile)
@@ -102,6 +104,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		n.ID(), n.ClusterID(), n.HTTPAddr(), n.PeerAddr(), cfg.DataDir)
 	if a := n.FastAddr(); a != "" {
 		fmt.Fprintf(stdout, "  fast reads  http://%s\n", a)
+	}
+	if cfg.Front != nil {
+		fmt.Fprintf(stdout, "  front door  http://%s (%s, %s; open while this node holds the dispatcher role)\n", cfg.Front.Addr, cfg.Front.Mode, cfg.Front.Policy)
 	}
 	if n.NewKey {
 		fmt.Fprintf(stdout, "  new cluster key in %s: other nodes join with --key-file %s --join %s\n", n.KeyPath(), n.KeyPath(), n.PeerAddr())

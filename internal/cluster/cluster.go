@@ -56,8 +56,12 @@ type Cluster struct {
 	kickCh   chan struct{}
 	notifyCh chan bool
 
-	lease  clientLease
-	leader leaderState
+	lease    clientLease
+	leader   leaderState
+	dispatch dispatchState
+
+	loadMu sync.Mutex
+	load   *Load
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -109,6 +113,7 @@ func Open(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.goLoop(bg, c.reconcileLoop)
 	c.goLoop(bg, c.leaseLoop)
 	c.goLoop(bg, c.rejoinLoop)
+	c.goLoop(bg, c.loadLoop)
 	return c, nil
 }
 
@@ -213,7 +218,7 @@ func (c *Cluster) ClusterID() string {
 func (c *Cluster) PeerClient() *http.Client { return c.peers }
 
 func (c *Cluster) localMeta() nodeMeta {
-	return nodeMeta{Cluster: c.ClusterID(), HTTP: c.cfg.HTTPAddr}
+	return nodeMeta{Cluster: c.ClusterID(), HTTP: c.cfg.HTTPAddr, Load: c.localLoad()}
 }
 
 func (c *Cluster) kick() {

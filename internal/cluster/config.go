@@ -33,7 +33,11 @@ type Config struct {
 	// Barrier runs on the leader after a command that invalidated copies
 	// was applied, before the proposer is answered (see docs/protocol.md).
 	Barrier func(ctx context.Context, r *meta.Result) error
-	Timing  Timing
+	// Load, when set, is called every Timing.LoadInterval for this node's
+	// live figures, which gossip carries to every member (paper 004's
+	// load sharing; the front door's policies read them).
+	Load   func() Load
+	Timing Timing
 	Logger  *slog.Logger
 }
 
@@ -68,6 +72,14 @@ type Timing struct {
 	// snapshot for slow followers (a follower further behind receives the
 	// snapshot instead).
 	SnapshotThreshold, SnapshotTrailing uint64
+	// LoadInterval is how often a node gossips its load figures.
+	LoadInterval time.Duration
+	// DispatchFallback is how long the cluster may have no raft leader
+	// before the dispatcher role falls to the lowest-ID live member (see
+	// Cluster.Dispatcher). While it runs, the previous holder keeps the
+	// role if gossip still sees it alive, so an ordinary election moves
+	// the role once, not twice.
+	DispatchFallback time.Duration
 }
 
 // DefaultTiming suits a LAN.
@@ -77,6 +89,7 @@ func DefaultTiming() Timing {
 		GossipProbeInterval: time.Second, GossipProbeTimeout: 500 * time.Millisecond, GossipInterval: 200 * time.Millisecond, GossipSuspicionMult: 4,
 		ReadLease: 2 * time.Second, DeadVoterGrace: 30 * time.Second, FailedAfter: 30 * time.Second, Reconcile: time.Second,
 		SnapshotThreshold: 16384, SnapshotTrailing: 10240,
+		LoadInterval: 500 * time.Millisecond, DispatchFallback: 3 * time.Second,
 	}
 }
 
@@ -88,5 +101,6 @@ func FastTiming() Timing {
 		GossipProbeInterval: 100 * time.Millisecond, GossipProbeTimeout: 50 * time.Millisecond, GossipInterval: 50 * time.Millisecond, GossipSuspicionMult: 2,
 		ReadLease: 600 * time.Millisecond, DeadVoterGrace: 2 * time.Second, FailedAfter: 1500 * time.Millisecond, Reconcile: 100 * time.Millisecond,
 		SnapshotThreshold: 16384, SnapshotTrailing: 10240,
+		LoadInterval: 100 * time.Millisecond, DispatchFallback: 500 * time.Millisecond,
 	}
 }

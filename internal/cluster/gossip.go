@@ -20,6 +20,7 @@ import (
 type nodeMeta struct {
 	Cluster string `json:"c"`
 	HTTP    string `json:"h"`
+	Load    *Load  `json:"l,omitempty"`
 }
 
 // GossipState is a member's liveness as seen through gossip.

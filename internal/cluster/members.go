@@ -24,6 +24,8 @@ type Member struct {
 	Gossip   GossipState    `json:"gossip"`
 	Suffrage string         `json:"raft"` // voter, nonvoter, or none
 	Leader   bool           `json:"leader,omitempty"`
+	// Load is the member's latest gossiped load figures (nil: none yet).
+	Load *Load `json:"load,omitempty"`
 }
 
 // Members returns every node known to the catalogue or to gossip.
@@ -41,6 +43,12 @@ func (c *Cluster) Members() []Member {
 			byID[id] = m
 		}
 		m.Gossip = p.state
+		m.Load = p.meta.Load
+	}
+	if m := byID[c.cfg.NodeID]; m != nil {
+		if l := c.localLoad(); l != nil {
+			m.Load = l
+		}
 	}
 	if f := c.raft.GetConfiguration(); f.Error() == nil {
 		for _, s := range f.Configuration().Servers {

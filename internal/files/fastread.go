@@ -181,3 +181,6 @@ func fastClientID(ctx *fasthttp.RequestCtx) string {
 	}
 	return ctx.RemoteIP().String()
 }
+
+// OpenConnections returns the connections the fast lane holds open.
+func (l *FastLane) OpenConnections() int { return int(l.srv.GetOpenConnectionsCount()) }

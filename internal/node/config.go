@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/store"
 )
 
@@ -73,6 +74,10 @@ type Config struct {
 	// validity, lease or invalidations: a deliberately broken protocol that
 	// the linearizability checker must catch. Tests only.
 	DebugUnsafeReads bool
-	Timing           cluster.Timing
-	Logger           *slog.Logger
+	// Front, when set, gives this node a front door (docs/dispatch.md): it
+	// opens Front.Addr whenever it holds the dispatcher role. Key and
+	// Logger are filled by the node.
+	Front  *frontdoor.Config
+	Timing cluster.Timing
+	Logger *slog.Logger
 }

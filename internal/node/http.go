@@ -16,6 +16,7 @@ import (
 	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/files"
+	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/meta"
 )
@@ -130,6 +131,16 @@ type Status struct {
 	// runs in one (an emulated host, a container), the machine's otherwise.
 	Host   hostload.Sample   `json:"host"`
 	Config map[string]string `json:"config"`
+	// Dispatch is the dispatcher role's holder in this node's view and,
+	// when this node has a front door, its state.
+	Dispatch DispatchInfo `json:"dispatch"`
+}
+
+// DispatchInfo names the dispatcher role's holder (docs/dispatch.md).
+type DispatchInfo struct {
+	Holder string            `json:"holder"`
+	How    string            `json:"how"`
+	Front  *frontdoor.Status `json:"front,omitempty"`
 }
 
 // NodeInfo names this node.
@@ -188,6 +199,11 @@ func (n *Node) Status() Status {
 	})
 	s.Files.Backlog = n.files.Backlog()
 	s.Host, _ = n.load.Read()
+	s.Dispatch.Holder, s.Dispatch.How = n.cl.Dispatcher()
+	if n.door != nil {
+		fs := n.door.Status()
+		s.Dispatch.Front = &fs
+	}
 	s.Store.Blobs, s.Store.Bytes = n.st.Usage()
 	s.Store.DiskFree, _, _ = n.st.DiskFree()
 	checks := n.st.Checks()

@@ -13,12 +13,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/files"
+	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/store"
@@ -42,6 +44,12 @@ type Node struct {
 	load    *hostload.Reader
 	fast    *files.FastLane
 	peerSrv *http.Server
+	door    *frontdoor.Door
+	// conns counts the client connections open on the main port (direct
+	// and handed over); gossiped as the node's load.
+	conns      atomic.Int64
+	handedOver *prometheus.CounterVec
+	doorStop   context.CancelFunc
 	// NewKey is set when this start created the cluster key.
 	NewKey bool
 
@@ -130,9 +138,11 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	closers = append(closers, func() { n.st.Close() })
 
 	var svc *files.Service
+	n.load = hostload.Open()
+	sampler := &loadSampler{r: n.load, conns: n.openConns}
 	n.cl, err = cluster.Open(ctx, cluster.Config{
 		NodeID: id.NodeID, ClusterID: id.ClusterID, Dir: cfg.DataDir, HTTPAddr: advHTTP,
-		Mux: n.mux, Key: key, Join: cfg.Join, Bootstrap: founding, Timing: cfg.Timing,
+		Mux: n.mux, Key: key, Join: cfg.Join, Bootstrap: founding, Timing: cfg.Timing, Load: sampler.take,
 		Logger:  n.log.With("part", "cluster"),
 		Barrier: func(ctx context.Context, r *meta.Result) error { return svc.Barrier(ctx, r) },
 	})
@@ -154,13 +164,16 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.files = svc
 	svc.Start()
 	closers = append(closers, func() { svc.Close() })
-	n.load = hostload.Open()
 	n.registerMetrics()
 
 	n.peerSrv = &http.Server{Handler: n.peerHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog()}
-	n.httpSrv = &http.Server{Handler: n.clientHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: discardLog()}
+	n.httpSrv = &http.Server{Handler: n.clientHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: discardLog(),
+		ConnState: n.countConn}
+	// Connections a front door relays here start with a signed preamble;
+	// the others pass unchanged (docs/dispatch.md).
+	verifier := &frontdoor.Verifier{Key: key.HandoverKey(), Dispatcher: func() string { id, _ := n.cl.Dispatcher(); return id }}
 	n.serve(n.peerSrv, n.mux.HTTPListener())
-	n.serve(n.httpSrv, n.httpLn)
+	n.serve(n.httpSrv, frontdoor.AcceptHandovers(n.httpLn, verifier, func(reason string) { n.handedOver.WithLabelValues(reason).Inc() }))
 	if n.fastLn != nil {
 		n.fast = files.NewFastLane(svc, advHTTP, cfg.Token, max(cfg.MaxInFlight, 256)*16)
 		n.wg.Go(func() {
@@ -181,6 +194,17 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		n.pprof = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog()}
 		n.serve(n.pprof, ln)
+	}
+	if cfg.Front != nil {
+		fc := *cfg.Front
+		fc.Key, fc.Logger = key.HandoverKey(), n.log.With("part", "frontdoor")
+		if n.door, err = frontdoor.New(fc, n.cl); err != nil {
+			return nil, err
+		}
+		n.reg.MustRegister(n.door)
+		dctx, stop := context.WithCancel(context.Background())
+		n.doorStop = stop
+		n.wg.Go(func() { n.door.Run(dctx) })
 	}
 	n.log.Info("node started", "http", advHTTP, "fast", cfg.FastHTTPAddr, "peer", n.mux.Addr(), "cluster", id.ClusterID, "data", cfg.DataDir)
 	return n, nil
@@ -207,6 +231,29 @@ func (n *Node) advertiseHTTP() string {
 	host, _, _ := net.SplitHostPort(n.mux.Addr())
 	return net.JoinHostPort(host, strconv.Itoa(addr.Port))
 }
+
+// countConn keeps n.conns: connections opened minus those closed or
+// taken over (hijacked) on the main port.
+func (n *Node) countConn(_ net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		n.conns.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		n.conns.Add(-1)
+	}
+}
+
+// openConns returns the client connections open on both client ports.
+func (n *Node) openConns() int {
+	c := int(n.conns.Load())
+	if n.fast != nil {
+		c += n.fast.OpenConnections()
+	}
+	return c
+}
+
+// Door returns the node's front door (nil when it has none).
+func (n *Node) Door() *frontdoor.Door { return n.door }
 
 // FastAddr returns the fast read lane's address ("" when off).
 func (n *Node) FastAddr() string {
@@ -241,6 +288,9 @@ func (n *Node) Left() <-chan struct{} { return n.left }
 // ctx's deadline), then the services, the cluster seat and the peer port.
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() {
+		if n.doorStop != nil {
+			n.doorStop()
+		}
 		if n.fast != nil {
 			_ = n.fast.Shutdown(ctx)
 		}

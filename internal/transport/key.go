@@ -19,6 +19,7 @@ type Key [KeySize]byte
 const (
 	gossipKeyLabel = "mure-gossip-v1"
 	tlsKeyLabel    = "mure-tls-v1"
+	handoverLabel  = "mure-handover-v1"
 )
 
 // NewKey returns a fresh random cluster key.
@@ -54,6 +55,13 @@ func (k Key) String() string {
 // sha256("mure-gossip-v1" || k).
 func (k Key) GossipKey() []byte {
 	d := k.derive(gossipKeyLabel)
+	return d[:]
+}
+
+// HandoverKey returns the HMAC key with which a front door signs the
+// connections it hands over to a node: sha256("mure-handover-v1" || k).
+func (k Key) HandoverKey() []byte {
+	d := k.derive(handoverLabel)
 	return d[:]
 }
 

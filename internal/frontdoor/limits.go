@@ -1,0 +1,125 @@
+package frontdoor
+
+import (
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// limitListener bounds the front door's open connections, in all and per
+// client address, so that one client's flood cannot take the slots of the
+// others. A connection over a limit is answered at once with a 503 and
+// closed: it costs one accept and one small write, never a goroutine that
+// waits.
+type limitListener struct {
+	net.Listener
+	max, perClient int
+	rejected       func(reason string)
+
+	mu     sync.Mutex
+	open   int
+	byAddr map[netip.Addr]int
+}
+
+func newLimitListener(ln net.Listener, max, perClient int, rejected func(string)) *limitListener {
+	return &limitListener{Listener: ln, max: max, perClient: perClient, rejected: rejected, byAddr: map[netip.Addr]int{}}
+}
+
+// Accept returns the next connection within the limits, answering the
+// others itself.
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		addr := clientAddr(c).Addr()
+		l.mu.Lock()
+		switch {
+		case l.open >= l.max:
+			l.mu.Unlock()
+			refuse(c, "the front door has "+strconv.Itoa(l.max)+" connections open, its limit; retry shortly")
+			l.rejected("max_conns")
+			continue
+		case l.byAddr[addr] >= l.perClient:
+			l.mu.Unlock()
+			refuse(c, "this client address has "+strconv.Itoa(l.perClient)+" connections open to the front door, its limit; close some or retry")
+			l.rejected("max_conns_per_client")
+			continue
+		}
+		l.open++
+		l.byAddr[addr]++
+		l.mu.Unlock()
+		return &limitedConn{Conn: c, release: func() { l.release(addr) }}, nil
+	}
+}
+
+func (l *limitListener) release(addr netip.Addr) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.open--
+	if l.byAddr[addr]--; l.byAddr[addr] <= 0 {
+		delete(l.byAddr, addr)
+	}
+}
+
+// Open returns the connections held.
+func (l *limitListener) Open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
+}
+
+// tcp returns the TCP connection underneath, so that the relay's copies
+// use splice(2); nil if there is none.
+func (c *limitedConn) tcp() *net.TCPConn {
+	tc, _ := c.Conn.(*net.TCPConn)
+	return tc
+}
+
+// CloseWrite half-closes, for the relay.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// clientAddr returns a connection's remote address as an AddrPort (the
+// zero value when it is not TCP).
+func clientAddr(c net.Conn) netip.AddrPort {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		ap := a.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	return netip.AddrPort{}
+}
+
+// refuse answers a connection with a 503 in JSON and closes it.
+func refuse(c net.Conn, msg string) {
+	writeRaw(c, 503, "Service Unavailable", "overloaded", msg)
+	_ = c.Close()
+}
+
+// writeRaw writes a complete JSON error response on a connection that no
+// HTTP server owns (limits, the relay).
+func writeRaw(c net.Conn, status int, reason, code, msg string) {
+	body := `{"error":` + strconv.Quote(msg) + `,"code":"` + code + `"}` + "\n"
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = io.WriteString(c, "HTTP/1.1 "+strconv.Itoa(status)+" "+reason+"\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: "+
+		strconv.Itoa(len(body))+"\r\n\r\n"+body)
+}
