@@ -38,7 +38,7 @@ type Config struct {
 	// load sharing; the front door's policies read them).
 	Load   func() Load
 	Timing Timing
-	Logger  *slog.Logger
+	Logger *slog.Logger
 }
 
 // Timing groups every timeout of the cluster layer. Production uses
