@@ -22,7 +22,8 @@ const (
 // dispatchState remembers what the role rule needs across calls.
 type dispatchState struct {
 	mu              sync.Mutex
-	last            string
+	last            string // the holder last returned
+	lastByRaft      bool   // ... and it was the raft leader
 	leaderlessSince time.Time
 }
 
@@ -48,14 +49,14 @@ func (c *Cluster) Dispatcher() (id, how string) {
 	defer d.mu.Unlock()
 	if leader != "" && alive(leader) {
 		d.leaderlessSince = time.Time{}
-		d.last = leader
+		d.last, d.lastByRaft = leader, true
 		return leader, DispatchRaftLeader
 	}
 	now := time.Now()
 	if d.leaderlessSince.IsZero() {
 		d.leaderlessSince = now
 	}
-	if d.last != "" && alive(d.last) && now.Sub(d.leaderlessSince) < c.cfg.Timing.DispatchFallback {
+	if d.lastByRaft && alive(d.last) && now.Sub(d.leaderlessSince) < c.cfg.Timing.DispatchFallback {
 		return d.last, DispatchPrevious
 	}
 	lowest := c.cfg.NodeID
@@ -64,6 +65,6 @@ func (c *Cluster) Dispatcher() (id, how string) {
 			lowest = id
 		}
 	}
-	d.last = lowest
+	d.last, d.lastByRaft = lowest, false
 	return lowest, DispatchLowestAlive
 }
