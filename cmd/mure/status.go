@@ -51,7 +51,7 @@ func decodeObject(raw []byte) (map[string]any, error) {
 // are printed as compact JSON.
 func printStatus(w io.Writer, st map[string]any) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	known := []string{"node", "cluster_id", "leader", "members", "raft", "files", "config"}
+	known := []string{"node", "cluster_id", "leader", "members", "raft", "files", "config", "dispatch"}
 	for _, k := range []string{"node", "cluster_id", "leader"} {
 		if v, ok := st[k]; ok {
 			fmt.Fprintf(tw, "%s:\t%s\n", k, describe(v, "id"))
@@ -72,9 +72,66 @@ func printStatus(w io.Writer, st map[string]any) error {
 	}
 	if m, ok := st["members"].([]any); ok {
 		fmt.Fprintln(w, "members:")
-		return printMembers(w, m)
+		if err := printMembers(w, m); err != nil {
+			return err
+		}
+	}
+	if d, ok := st["dispatch"].(map[string]any); ok {
+		return printDispatch(w, d)
 	}
 	return nil
+}
+
+// printDispatch prints the dispatcher role's holder and, when the node has
+// a front door, its state and the figures its policy sees.
+func printDispatch(w io.Writer, d map[string]any) error {
+	fmt.Fprintf(w, "dispatcher: %s (%s)\n", describe(d["holder"]), describe(d["how"]))
+	f, ok := d["front"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	state := "closed here (another node holds the role)"
+	if f["active"] == true {
+		state = "open here since " + describe(f["since"])
+	}
+	fmt.Fprintf(w, "front door: %s  mode=%s policy=%s  %s\n", describe(f["addr"]), describe(f["mode"]), describe(f["policy"]), state)
+	if e, ok := f["bind_error"]; ok {
+		fmt.Fprintf(w, "  cannot open yet: %s\n", describe(e))
+	}
+	fmt.Fprintf(w, "  open=%s accepted=%s proxied=%s broken=%s takeovers=%s\n", describe(f["open_connections"]), describe(f["accepted"]),
+		describe(f["proxied"]), describe(f["broken"]), describe(f["takeovers"]))
+	fmt.Fprintf(w, "  decisions: %s\n", describe(f["decisions"]))
+	if r, ok := f["rejected"]; ok {
+		fmt.Fprintf(w, "  rejected: %s\n", describe(r))
+	}
+	nodes, _ := f["nodes"].([]any)
+	if len(nodes) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NODE\tALIVE\tCONNS\tASSIGNED\tCPU\tRUNQ\tFREE MEM\tADDR")
+	for _, n := range nodes {
+		m, ok := n.(map[string]any)
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", describe(m["id"]), describe(m["alive"]), describe(m["connections"]),
+			describe(m["assigned"]), percent(m["cpu"]), describe(m["load"]), describe(m["free_memory_bytes"]), describe(m["addr"]))
+	}
+	return tw.Flush()
+}
+
+// percent renders a 0..1 fraction as a percentage.
+func percent(v any) string {
+	n, ok := v.(json.Number)
+	if !ok {
+		return describe(v)
+	}
+	f, err := n.Float64()
+	if err != nil {
+		return n.String()
+	}
+	return fmt.Sprintf("%.0f%%", 100*f)
 }
 
 var (
