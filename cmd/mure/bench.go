@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,8 @@ type benchFlags struct {
 	count                        int64
 	rate                         float64
 	jsonFile, chartFile, label   string
+	url, policy                  string
+	length                       int64
 }
 
 func newBenchFlagSet(stderr io.Writer) (*flag.FlagSet, *benchFlags) {
@@ -47,9 +50,9 @@ func newBenchFlagSet(stderr io.Writer) (*flag.FlagSet, *benchFlags) {
 	if node == "" {
 		node = client.DefaultNode
 	}
-	fs.StringVar(&bf.nodes, "node", node, "comma-separated client API `ADDR`s; client i uses node i mod n (env MURE_NODE)")
+	fs.StringVar(&bf.nodes, "node", node, "comma-separated client API `ADDR`s; client i uses node i mod n; conn-rate polls their /status for CPU (env MURE_NODE)")
 	fs.StringVar(&bf.token, "token", os.Getenv("MURE_TOKEN"), "API bearer `TOKEN` (env MURE_TOKEN)")
-	fs.IntVar(&bf.clients, "clients", 0, "`N` concurrent logical clients (default 20 for replicated-io, 16 for small-ops)")
+	fs.IntVar(&bf.clients, "clients", 0, "`N` concurrent logical clients (default 20 for replicated-io, 16 for small-ops, 6 for conn-rate)")
 	fs.IntVar(&bf.files, "files", bench.DefaultFiles, "`N` files per set (replicated-io)")
 	fs.StringVar(&bf.sizes, "sizes", "", "comma-separated file `SIZES`, K/M/G = 1024^n (default 1K,4K,16K,64K,256K,1M,4M; small-ops 1K,4K)")
 	fs.StringVar(&bf.op, "op", "read", "operations `OPS`: read, write or read,write (replicated-io)")
@@ -64,6 +67,9 @@ func newBenchFlagSet(stderr io.Writer) (*flag.FlagSet, *benchFlags) {
 	fs.StringVar(&bf.jsonFile, "json", "", "also write the report as JSON to `FILE`")
 	fs.StringVar(&bf.chartFile, "chart", "", "also draw a chart to `FILE` (.png or .svg)")
 	fs.StringVar(&bf.label, "label", "", "free `TEXT` shown in the table, JSON and chart (e.g. \"2 nodes, loopback\")")
+	fs.StringVar(&bf.url, "url", "", "conn-rate: the page `URL` to GET, a new connection per request, redirects followed (e.g. http://FRONT/cgi/work.py?n=200000)")
+	fs.Int64Var(&bf.length, "length", 0, "conn-rate: the body length in `BYTES` every reply must have (0: any non-empty body)")
+	fs.StringVar(&bf.policy, "policy", "", "conn-rate: `NAME` of the dispatch policy the cluster runs, naming the series (e.g. round-robin)")
 	return fs, bf
 }
 
@@ -166,8 +172,9 @@ func writeBenchOutputs(stdout io.Writer, bf *benchFlags, rep *bench.Report) erro
 // params checks the flags and turns them into scenario parameters; set
 // holds the flags given on the command line.
 func (bf *benchFlags) params(sc bench.Scenario, set map[string]bool) (bench.Params, error) {
-	p := bench.Params{Token: bf.token, Clients: bf.clients, Reps: bf.reps, Label: bf.label}
-	for _, name := range []string{"files", "sizes", "op", "sets"} {
+	p := bench.Params{Token: bf.token, Clients: bf.clients, Reps: bf.reps, Label: bf.label,
+		URL: bf.url, Length: bf.length, Policy: bf.policy}
+	for _, name := range []string{"files", "sizes", "op", "sets", "url", "length", "policy"} {
 		if set[name] && !slices.Contains(sc.Uses, name) {
 			return p, fmt.Errorf("--%s is not used by %s", name, sc.Name)
 		}
@@ -202,6 +209,15 @@ func (bf *benchFlags) params(sc bench.Scenario, set map[string]bool) (bench.Para
 		return p, fmt.Errorf("--outstanding must not be negative")
 	case set["outstanding"] && bf.rate == 0:
 		return p, fmt.Errorf("--outstanding applies to the open loop only: give --rate too")
+	case slices.Contains(sc.Uses, "url") && bf.url == "":
+		return p, fmt.Errorf("%s needs --url", sc.Name)
+	case bf.length < 0:
+		return p, fmt.Errorf("--length must not be negative")
+	}
+	if bf.url != "" {
+		if u, err := url.Parse(bf.url); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			return p, fmt.Errorf("--url %q: want http://HOST[:PORT]/PATH", bf.url)
+		}
 	}
 	p.Load = bench.Load{Count: bf.count, Duration: bf.duration, Rate: bf.rate, MaxOutstanding: bf.maxOut,
 		Warmup: bf.warmup, Timeout: bf.timeout}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mure-dev/mure/internal/apps"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/node"
 )
@@ -46,6 +47,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&cfg.DebugFaults, "debug-faults", false, "tests only: expose POST /debug/isolate?on=1|0 to cut this node off from its peers")
 	fs.BoolVar(&cfg.DebugUnsafeReads, "debug-unsafe-reads", false, "tests only: serve local copies without the consistency checks (a deliberately broken protocol)")
 	fs.BoolVar(&cfg.NoSync, "unsafe-no-fsync", false, "skip fsync (benchmarks and tests only: acknowledged writes may be lost on power failure)")
+	fs.StringVar(&cfg.CGIDir, "cgi-dir", "", "serve the executable files in `DIR` as CGI programs at /cgi/NAME (default: off)")
+	fs.DurationVar(&cfg.CGITimeout, "cgi-timeout", apps.DefaultCGITimeout, "kill a CGI program, and what it started, still running after this long")
+	fs.Var((*appList)(&cfg.Apps), "app", "serve an app by reverse proxy: `PREFIX=URL` sends PREFIX/rest to URL/rest, e.g. /shop/=http://127.0.0.1:9000 (repeatable)")
 	front := frontFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -149,4 +153,28 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 		}
 	}
 	return sc.Err()
+}
+
+// appList is the repeatable --app flag; in a config file, one
+// "app = PREFIX=URL" line per app.
+type appList []apps.Proxy
+
+func (l *appList) String() string {
+	if l == nil {
+		return ""
+	}
+	var parts []string
+	for _, p := range *l {
+		parts = append(parts, p.Prefix+"="+p.Target.String())
+	}
+	return strings.Join(parts, " ")
+}
+
+func (l *appList) Set(s string) error {
+	p, err := apps.ParseProxy(s)
+	if err != nil {
+		return err
+	}
+	*l = append(*l, p)
+	return nil
 }

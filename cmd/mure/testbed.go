@@ -28,7 +28,8 @@ this machine, a mure node on each server host. Needs root.
   kill|stop|cont|start HOST    SIGKILL, SIGSTOP, SIGCONT or restart a node
   cut|heal HOST                take a host's link down or up
   loss HOST P                  drop a fraction P of its packets (0 removes)
-  bench [bench flags]          run replicated-io from every client host at once
+  bench [SCENARIO] [bench flags]  run replicated-io (default) or conn-rate
+                               from every client host at once
 
 Hosts are s1..sN (servers, 10.77.0.11..) and c1..cM (clients, 10.77.0.101..).`
 

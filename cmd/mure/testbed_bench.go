@@ -16,8 +16,11 @@ func init() {
 	register("bench-worker", "(internal) run one load job read from stdin; used by mure testbed bench", runBenchWorker)
 }
 
-// runTestbedBench runs replicated-io from every client host of the testbed
-// at once against its nodes: mure testbed bench [mure bench flags].
+// runTestbedBench runs a scenario (replicated-io, the default, or
+// conn-rate) from every client host of the testbed at once against its
+// nodes: mure testbed bench [SCENARIO] [mure bench flags]. The nodes default
+// to the testbed's servers; conn-rate's --url must be reachable from the
+// client hosts (a server's address, e.g. the front door's).
 func runTestbedBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, bf := newBenchFlagSet(stderr)
 	dir := fs.String("dir", testbed.DefaultDir, "`DIR` of the testbed's state")
@@ -28,8 +31,13 @@ func runTestbedBench(ctx context.Context, args []string, stdout, stderr io.Write
 	if err := checkArgs(fs, pos, 0, 1); err != nil {
 		return err
 	}
-	if len(pos) == 1 && pos[0] != "replicated-io" {
-		return usageError(fs, "the testbed runs replicated-io only (got %q)", pos[0])
+	name := "replicated-io"
+	if len(pos) == 1 {
+		name = pos[0]
+	}
+	sc, ok := bench.Lookup(name)
+	if !ok || sc.Distribute == nil {
+		return usageError(fs, "the testbed runs replicated-io or conn-rate (got %q)", name)
 	}
 	tb, err := testbed.Load(*dir)
 	if err != nil {
@@ -39,7 +47,6 @@ func runTestbedBench(ctx context.Context, args []string, stdout, stderr io.Write
 	if len(clients) == 0 {
 		return fmt.Errorf("the testbed has no client host: `mure testbed up --clients N`")
 	}
-	sc, _ := bench.Lookup("replicated-io")
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if !set["node"] {
@@ -60,7 +67,7 @@ func runTestbedBench(ctx context.Context, args []string, stdout, stderr io.Write
 	for _, h := range clients {
 		workers = append(workers, tb.BenchWorker(h, exe))
 	}
-	rep, runErr := bench.RunDistributed(ctx, p, workers)
+	rep, runErr := sc.Distribute(ctx, p, workers)
 	if rep == nil {
 		return runErr
 	}

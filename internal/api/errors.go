@@ -23,6 +23,12 @@ const (
 	CodeConflict      = "conflict"
 	CodeInternal      = "internal"
 	CodeRouteNotFound = "no_such_route"
+	// CodeBadGateway: an app behind the node (a CGI program or a proxied
+	// app, internal/apps) failed or could not be reached.
+	CodeBadGateway = "bad_gateway"
+	// CodeGatewayTimeout: an app behind the node took too long and was
+	// stopped or given up on.
+	CodeGatewayTimeout = "gateway_timeout"
 )
 
 // Error writes the JSON error envelope.

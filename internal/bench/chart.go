@@ -24,7 +24,8 @@ const (
 // scenario's headline throughput per configuration (bars: mean over the
 // runs; whiskers: min to max), below the p99 latency of all runs. The
 // configurations are grouped by file size, one color per series (e.g.
-// "read own", "write common", "PUT").
+// "read own", "write common", "PUT"). A conn-rate report is drawn as
+// writeConnChart says.
 func WriteChart(file string, r *Report) error {
 	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(file), "."))
 	if format != "png" && format != "svg" {
@@ -32,6 +33,9 @@ func WriteChart(file string, r *Report) error {
 	}
 	if len(r.Groups) == 0 {
 		return fmt.Errorf("chart %s: nothing to draw", file)
+	}
+	if r.Scenario == "conn-rate" {
+		return writeConnChart(file, format, r)
 	}
 	title := "mure bench " + r.Scenario
 	if r.Label != "" {

@@ -24,6 +24,9 @@ func Combine(reports []*Report) (*Report, error) {
 			label = fmt.Sprintf("#%d", i+1)
 		}
 		out.Nodes = append(out.Nodes, r.Nodes...)
+		if r.URL != first.URL {
+			out.URL = "" // conn-rate reports of different pages
+		}
 		for _, g := range r.Groups {
 			c := *g
 			c.Series = label + " " + g.Series

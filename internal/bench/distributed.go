@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,6 +41,7 @@ func RunDistributed(ctx context.Context, p Params, workers []Worker) (*Report, e
 	for _, sets := range p.Sets {
 		for _, size := range p.Sizes {
 			job := p
+			job.Scenario = "replicated-io"
 			job.Sets, job.Sizes, job.Reps, job.Status = []string{sets}, []int64{size}, 1, nil
 			job.Phase = "setup"
 			p.status("setup: %s set, %s files", sets, FormatSize(size))
@@ -76,7 +78,8 @@ func RunDistributed(ctx context.Context, p Params, workers []Worker) (*Report, e
 }
 
 // runJobs runs job on every worker at once, each with its share of the
-// clients (all of them when whole), and returns their reports in order.
+// clients and of an open loop's rate (all of them when whole), and returns
+// their reports in order. A count bounds each worker's run.
 func runJobs(ctx context.Context, job Params, workers []Worker, whole bool) ([]*Report, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -92,6 +95,8 @@ func runJobs(ctx context.Context, job Params, workers []Worker, whole bool) ([]*
 				n++
 			}
 			j.ClientBase, j.Clients = base, n
+			// an open loop's rate is the total: each its clients' share
+			j.Load.Rate = job.Load.Rate * float64(n) / float64(job.Clients)
 			base += n
 		}
 		wg.Go(func() {
@@ -134,6 +139,7 @@ func mergeWorkerRuns(reps []*Report) (*Result, error) {
 func mergeResults(runs []*Result) *Result {
 	m := &Result{}
 	var hs []*hdrhistogram.Histogram
+	var conns []*ConnTimes
 	for _, r := range runs {
 		m.Mode = r.Mode
 		m.Clients += r.Clients
@@ -157,20 +163,27 @@ func mergeResults(runs []*Result) *Result {
 			h = hdrhistogram.Import(r.Histogram)
 		}
 		hs = append(hs, h)
+		conns = append(conns, r.Conn)
 	}
 	m.hist = mergeHistograms(hs...)
 	m.Latency = summarize(m.hist)
+	m.Conn = mergeConnTimes(conns)
 	return m
 }
 
 // ServeJob is the worker's side: it reads a job (Params as JSON) from r,
-// runs the scenario and writes its report, histograms included, to w.
+// runs its scenario (p.Scenario, default replicated-io) and writes its
+// report, histograms included, to w.
 func ServeJob(ctx context.Context, r io.Reader, w io.Writer) error {
 	var p Params
 	if err := json.NewDecoder(r).Decode(&p); err != nil {
 		return fmt.Errorf("read job: %w", err)
 	}
-	rep, err := RunReplicatedIO(ctx, p)
+	sc, ok := Lookup(cmp.Or(p.Scenario, "replicated-io"))
+	if !ok {
+		return fmt.Errorf("job: unknown scenario %q", p.Scenario)
+	}
+	rep, err := sc.Run(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -179,6 +192,7 @@ func ServeJob(ctx context.Context, r io.Reader, w io.Writer) error {
 			if run.hist != nil {
 				run.Histogram = run.hist.Export()
 			}
+			run.Conn.export()
 		}
 	}
 	return json.NewEncoder(w).Encode(rep)

@@ -51,6 +51,28 @@
 // files back to back, then GET, at random, the files they wrote. The
 // headline is ops/s. The files are left under <prefix>/small/.
 //
+// conn-rate reproduces paper 001's CGI experiment (httperf against a CGI
+// page, 10 new connections/s from each of 6 clients; reply time 215 ms
+// with the master's round robin against 435 ms with a static hash): every
+// request GETs --url over a new TCP connection (no keep-alive), follows
+// the front door's redirect to the chosen node over another new connection
+// (at most 4 hops; a loop is the error kind "redirect_loop") and reads the
+// whole body, which must be a 200 of --length bytes (or any non-empty one).
+// With --rate the connections are opened at that total rate, shared by the
+// clients; without, the clients run back to back and replies/s is the
+// capacity. Per request, net/http/httptrace gives httperf's figures
+// (ConnTimes): connect (TCP connect, summed over the hops), reply (final
+// hop: request written to the reply's first byte) and connection (first
+// connect to the body's end), each an HDR histogram. During each measured
+// run every node of --node is polled at GET /status every 500 ms for its
+// host CPU counter and quota (CPUUsage): each node's use per interval in
+// percent of its quota, the min/avg/max over the nodes per poll, and each
+// node's mean. The series is named by --policy (the cluster's dispatch
+// policy, set on the server side), so that `mure bench combine` sets
+// several policies side by side; the chart shows the CPU spread over time
+// per policy and the mean and p99 reply times. Over several generators
+// (RunConnRateDistributed) only the coordinator polls the nodes.
+//
 // # Usage
 //
 //	mure bench replicated-io --node 127.0.0.1:7946,127.0.0.1:7956 \
@@ -58,6 +80,9 @@
 //	    --reps 8 --duration 10s --warmup 2s --json 000.json --chart 000.png --label "2 nodes"
 //	mure bench small-ops --duration 10s --chart small.svg
 //	mure bench small-ops --rate 2000 --duration 10s       # open loop, 2000 requests/s
+//	mure bench conn-rate --node 10.77.0.11:7946,10.77.0.12:7946 \
+//	    --url 'http://FRONT/cgi/work.py?n=200000' --rate 60 --duration 60s \
+//	    --policy round-robin --json rr.json
 //
 // --count N bounds each run by N requests (all clients together) instead
 // of, or as well as, --duration; --rate R switches to the open loop with at

@@ -11,11 +11,13 @@ import (
 
 // Error kinds other than HTTP statuses ("http_503", ...).
 const (
-	KindTransport = "transport" // connection refused, reset, EOF...
-	KindTimeout   = "timeout"   // the per-request timeout expired
-	KindCanceled  = "canceled"  // the run was interrupted (Ctrl-C)
-	KindNoData    = "no_data"   // nothing to read: every write of the client failed
-	KindLength    = "length"    // a read returned the wrong number of bytes
+	KindTransport = "transport"     // connection refused, reset, EOF...
+	KindTimeout   = "timeout"       // the per-request timeout expired
+	KindCanceled  = "canceled"      // the run was interrupted (Ctrl-C)
+	KindNoData    = "no_data"       // nothing to read: every write of the client failed
+	KindLength    = "length"        // a read returned the wrong number of bytes
+	KindEmpty     = "empty"         // conn-rate: a 200 answer without a body
+	KindRedirect  = "redirect_loop" // conn-rate: redirected back to a visited URL, or too often
 )
 
 // errNoData: a read has no file to read.
@@ -43,6 +45,10 @@ func ErrorKind(err error) string {
 		return KindLength
 	case errors.Is(err, errNoData):
 		return KindNoData
+	case errors.Is(err, errEmptyBody):
+		return KindEmpty
+	case errors.Is(err, errRedirectLoop):
+		return KindRedirect
 	case errors.Is(err, context.DeadlineExceeded):
 		return KindTimeout
 	case errors.Is(err, context.Canceled):

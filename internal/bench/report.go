@@ -19,6 +19,7 @@ type Report struct {
 	Nodes    []string  `json:"nodes"`
 	Clients  int       `json:"clients"`
 	Files    int       `json:"files,omitempty"`
+	URL      string    `json:"url,omitempty"` // conn-rate's page
 	Reps     int       `json:"reps"`
 	Mode     string    `json:"mode"` // "closed" or "open"
 	Rate     float64   `json:"rate,omitempty"`
@@ -48,6 +49,10 @@ type Group struct {
 	Errors     int64            `json:"errors"`
 	ErrorKinds map[string]int64 `json:"error_kinds,omitempty"`
 	Dropped    int64            `json:"dropped,omitempty"`
+
+	// conn-rate only: the merged times of the runs and their CPU use.
+	Conn *ConnTimes  `json:"conn,omitempty"`
+	CPU  *CPUSummary `json:"cpu,omitempty"`
 }
 
 // Spread is the mean, extremes and sample standard deviation of a figure
@@ -90,6 +95,7 @@ func (g *Group) summarize() {
 	g.Requests, g.Errors, g.Dropped, g.ErrorKinds = total.Requests, total.Errors, total.Dropped, total.ErrorKinds
 	g.MBPerSec, g.OpsPerSec = spreadOf(mbs), spreadOf(ops)
 	g.Latency = total.Latency
+	g.Conn, g.CPU = total.Conn, summarizeCPU(g.Runs)
 }
 
 // newReport starts the report of scenario name run with p (after defaults).

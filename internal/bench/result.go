@@ -33,6 +33,11 @@ type Result struct {
 	// omission).
 	Latency Latency `json:"latency"`
 
+	// conn-rate only: the times of the successful requests (connect,
+	// reply, connection) and the nodes' CPU use during the run.
+	Conn *ConnTimes `json:"conn,omitempty"`
+	CPU  *CPUUsage  `json:"cpu,omitempty"`
+
 	hist *hdrhistogram.Histogram // nil after a JSON round trip
 
 	// Histogram is the latency histogram itself, only in the reports a

@@ -110,11 +110,23 @@ func (p phases) over(t time.Time) bool { return !p.deadline.IsZero() && !t.Befor
 // measured reports whether a request starting or scheduled at t counts.
 func (p phases) measured(t time.Time) bool { return !t.Before(p.measure) }
 
-// do runs one request with the per-request timeout.
-func do(ctx context.Context, cfg *Config, op Op, c int) (int64, error) {
+// do runs one request with the per-request timeout; measured tells the op
+// (see isMeasured) whether the request counts.
+func do(ctx context.Context, cfg *Config, op Op, c int, measured bool) (int64, error) {
 	rctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	return op(rctx, c)
+	return op(context.WithValue(rctx, measuredKey{}, measured), c)
+}
+
+// measuredKey marks the context of a request with whether it counts.
+type measuredKey struct{}
+
+// isMeasured reports whether the request of ctx counts in the figures: false
+// during the warm-up, true outside Run. An op that records figures of its
+// own (conn-rate's connect and reply times) leaves the warm-up out with it.
+func isMeasured(ctx context.Context) bool {
+	m, ok := ctx.Value(measuredKey{}).(bool)
+	return m || !ok
 }
 
 // runClosed: cfg.Clients workers issue requests back to back.
@@ -135,7 +147,7 @@ func runClosed(ctx context.Context, cfg *Config, ph phases, op Op, rec *recorder
 					}
 					rec.issue()
 				}
-				n, err := do(ctx, cfg, op, c)
+				n, err := do(ctx, cfg, op, c, measured)
 				if measured {
 					t1 := time.Now()
 					rec.done(t1.Sub(t0), n, err, t1)
@@ -192,7 +204,7 @@ func runOpen(ctx context.Context, cfg *Config, ph phases, op Op, rec *recorder) 
 		c := int(k % int64(cfg.Clients))
 		wg.Go(func() {
 			defer func() { <-sem }()
-			n, err := do(ctx, cfg, op, c)
+			n, err := do(ctx, cfg, op, c, measured)
 			if measured {
 				t1 := time.Now()
 				rec.done(t1.Sub(at), n, err, t1)

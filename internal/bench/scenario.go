@@ -26,6 +26,15 @@ type Params struct {
 	Prefix  string    // first path segment of the files written (default "bench")
 	Status  io.Writer `json:"-"` // progress and setup lines (a terminal), nil: silent
 
+	// conn-rate: the page every request GETs (an absolute http:// URL,
+	// usually the front door's), the body length it must have (0: any
+	// non-empty body) and the free-text name of the dispatch policy the
+	// cluster runs, which names the report's series (the scenario cannot
+	// see the policy: it is set on the server side).
+	URL    string `json:",omitempty"`
+	Length int64  `json:",omitempty"`
+	Policy string `json:",omitempty"`
+
 	// For a run spread over several load generators (RunDistributed):
 	// ClientBase is the global index of this generator's first client
 	// (files and node choice follow the global index); Phase "setup" only
@@ -35,6 +44,9 @@ type Params struct {
 	ClientBase int       `json:",omitempty"`
 	Phase      string    `json:",omitempty"`
 	StartAt    time.Time `json:",omitzero"`
+	// Scenario names the scenario of a job sent to a worker (ServeJob;
+	// default replicated-io).
+	Scenario string `json:",omitempty"`
 }
 
 // Load shapes and bounds every measured run of a scenario (see Config).
@@ -51,18 +63,29 @@ type Load struct {
 type Scenario struct {
 	Name, Summary string
 	// Uses lists the optional parameters the scenario reads, by flag name:
-	// "files", "sizes", "op", "sets". Nodes, clients, reps and the load are
-	// used by all.
+	// "files", "sizes", "op", "sets", "url", "length", "policy". Nodes,
+	// clients, reps and the load are used by all.
 	Uses []string
 	Run  func(ctx context.Context, p Params) (*Report, error)
+	// Distribute, when not nil, runs the scenario over several load
+	// generators at once (mure testbed bench), merging their figures.
+	Distribute func(ctx context.Context, p Params, workers []Worker) (*Report, error)
 }
 
 var scenarios = []Scenario{
 	{
-		Name:    "replicated-io",
-		Summary: "paper 000: clients read or write sets of files of each size; MB/s",
-		Uses:    []string{"files", "sizes", "op", "sets"},
-		Run:     RunReplicatedIO,
+		Name:       "conn-rate",
+		Summary:    "paper 001: new connections at a fixed rate to a dynamic page; connection, reply time and per-node CPU",
+		Uses:       []string{"url", "length", "policy"},
+		Run:        RunConnRate,
+		Distribute: RunConnRateDistributed,
+	},
+	{
+		Name:       "replicated-io",
+		Summary:    "paper 000: clients read or write sets of files of each size; MB/s",
+		Uses:       []string{"files", "sizes", "op", "sets"},
+		Run:        RunReplicatedIO,
+		Distribute: RunDistributed,
 	},
 	{
 		Name:    "small-ops",
@@ -97,6 +120,17 @@ func (p *Params) config(name string) Config {
 
 // check validates the parameters common to every scenario, after defaults.
 func (p *Params) check() error {
+	if err := p.checkNodes(); err != nil {
+		return err
+	}
+	if p.Prefix == "" || strings.Contains(p.Prefix, "/") {
+		return fmt.Errorf("bad prefix %q: one path segment", p.Prefix)
+	}
+	return p.checkLoad()
+}
+
+// checkNodes checks that there is at least one node and no empty address.
+func (p *Params) checkNodes() error {
 	if len(p.Nodes) == 0 {
 		return fmt.Errorf("no node")
 	}
@@ -105,11 +139,13 @@ func (p *Params) check() error {
 			return fmt.Errorf("empty node address in %q", p.Nodes)
 		}
 	}
+	return nil
+}
+
+// checkLoad checks the repetitions and the load.
+func (p *Params) checkLoad() error {
 	if p.Reps < 1 {
 		return fmt.Errorf("reps must be at least 1 (got %d)", p.Reps)
-	}
-	if p.Prefix == "" || strings.Contains(p.Prefix, "/") {
-		return fmt.Errorf("bad prefix %q: one path segment", p.Prefix)
 	}
 	cfg := p.config("")
 	return cfg.Validate()

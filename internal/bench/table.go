@@ -13,7 +13,8 @@ import (
 // WriteTable writes the report as a text table: one line per group with
 // the throughput over the runs (mean, min, max, standard deviation), the
 // latency percentiles of all runs in milliseconds and the error counts,
-// followed by the errors by kind.
+// followed by the errors by kind. A conn-rate report has its own columns
+// (see writeConnTable).
 func WriteTable(w io.Writer, r *Report) error {
 	title := "mure bench " + r.Scenario
 	if r.Label != "" {
@@ -21,6 +22,9 @@ func WriteTable(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintln(w, title)
 	fmt.Fprintln(w, r.describe())
+	if r.Scenario == "conn-rate" {
+		return writeConnTable(w, r)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	unit, otherUnit := "MB/s", "ops/s"
 	if r.Metric == MetricOpsPerSec {
@@ -68,6 +72,9 @@ func (r *Report) describe() string {
 	fmt.Fprintf(&b, "nodes %s  clients %d", strings.Join(r.Nodes, ","), r.Clients)
 	if r.Files > 0 {
 		fmt.Fprintf(&b, "  files %d", r.Files)
+	}
+	if r.URL != "" {
+		fmt.Fprintf(&b, "  url %s", r.URL)
 	}
 	fmt.Fprintf(&b, "  reps %d  %s loop", r.Reps, r.Mode)
 	if r.Rate > 0 {

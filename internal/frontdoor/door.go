@@ -59,6 +59,11 @@ type Config struct {
 	// Poll is how often the role and the nodes' figures are checked
 	// (default 50 ms).
 	Poll time.Duration
+	// Local, when set, serves a connection the policy sends to this very
+	// node without relaying it (proxy mode): the node's own HTTP server
+	// takes the accepted connection as its own. It reports false when it
+	// cannot (stopping).
+	Local func(net.Conn) bool
 	// Key signs hand-overs (transport.Key.HandoverKey).
 	Key    []byte
 	Logger *slog.Logger
@@ -231,7 +236,10 @@ func (d *Door) acquire() {
 			return
 		}
 	}
-	raw, err := net.Listen("tcp", d.cfg.Addr)
+	// No TCP keep-alive probes: the front door's connections are bounded
+	// by its timeouts and limits, and the setsockopt calls cost.
+	lc := net.ListenConfig{KeepAlive: -1}
+	raw, err := lc.Listen(context.Background(), "tcp", d.cfg.Addr)
 	if err != nil {
 		// The previous holder may still hold the address (on one machine,
 		// or a paused process): try again at the next tick.
@@ -305,9 +313,9 @@ func (d *Door) Addr() string {
 
 // stats are the front door's counters.
 type stats struct {
-	takeovers, accepted, proxied, broken, dialFailed atomic.Int64
-	mu                                               sync.Mutex
-	rejected                                         map[string]int64
+	takeovers, accepted, proxied, local, broken, dialFailed atomic.Int64
+	mu                                                      sync.Mutex
+	rejected                                                map[string]int64
 }
 
 func (s *stats) init() { s.rejected = map[string]int64{} }

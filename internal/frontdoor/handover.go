@@ -160,7 +160,9 @@ func (c *handoverConn) check() {
 	// client that sends nothing must not hold this goroutine for ever.
 	_ = c.Conn.SetReadDeadline(time.Now().Add(PreambleTimeout))
 	defer c.Conn.SetReadDeadline(time.Time{})
-	c.br = bufio.NewReaderSize(c.Conn, maxPreamble)
+	// One read takes the whole first segment (preamble and request); the
+	// server then drains it from here before reading the socket again.
+	c.br = bufio.NewReaderSize(c.Conn, 4096)
 	head, err := c.br.Peek(len(handoverMagic))
 	if !bytes.Equal(head, []byte(handoverMagic)) {
 		if err != nil && len(head) == 0 {
@@ -169,7 +171,7 @@ func (c *handoverConn) check() {
 		return // an ordinary client; Peek's short read is returned by later Reads
 	}
 	line, err := c.br.ReadSlice('\n')
-	if err != nil {
+	if err != nil || len(line) > maxPreamble {
 		c.reject(errBadPreamble)
 		return
 	}

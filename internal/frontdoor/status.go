@@ -28,13 +28,16 @@ type Status struct {
 	// "none" (no node) accounted for, since this node started.
 	Decisions map[string]uint64 `json:"decisions"`
 	// Nodes are the figures the policy sees (with its own assignments).
-	Nodes     []dispatch.NodeLoad `json:"nodes"`
-	Open      int                 `json:"open_connections"`
-	Accepted  int64               `json:"accepted"`
-	Proxied   int64               `json:"proxied,omitempty"`
-	Broken    int64               `json:"broken,omitempty"`
-	Rejected  map[string]int64    `json:"rejected,omitempty"`
-	Takeovers int64               `json:"takeovers"`
+	Nodes    []dispatch.NodeLoad `json:"nodes"`
+	Open     int                 `json:"open_connections"`
+	Accepted int64               `json:"accepted"`
+	Proxied  int64               `json:"proxied,omitempty"`
+	// Local counts connections (proxy mode) the policy sent to this node
+	// itself, served without a relay.
+	Local     int64            `json:"local,omitempty"`
+	Broken    int64            `json:"broken,omitempty"`
+	Rejected  map[string]int64 `json:"rejected,omitempty"`
+	Takeovers int64            `json:"takeovers"`
 }
 
 // Status returns the front door's state.
@@ -52,7 +55,8 @@ func (d *Door) Status() Status {
 	}
 	s.Decisions = d.sched.Decisions()
 	s.Nodes = d.sched.Nodes()
-	s.Accepted, s.Proxied, s.Broken, s.Takeovers = d.stats.accepted.Load(), d.stats.proxied.Load(), d.stats.broken.Load(), d.stats.takeovers.Load()
+	s.Accepted, s.Proxied, s.Local = d.stats.accepted.Load(), d.stats.proxied.Load(), d.stats.local.Load()
+	s.Broken, s.Takeovers = d.stats.broken.Load(), d.stats.takeovers.Load()
 	d.stats.mu.Lock()
 	s.Rejected = maps.Clone(d.stats.rejected)
 	d.stats.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/mure-dev/mure/internal/apps"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/store"
@@ -74,6 +75,12 @@ type Config struct {
 	// validity, lease or invalidations: a deliberately broken protocol that
 	// the linearizability checker must catch. Tests only.
 	DebugUnsafeReads bool
+	// CGIDir, when set, holds the CGI programs served as /cgi/NAME on the
+	// client API; CGITimeout bounds one run (0: 30 s); Apps are served by
+	// reverse proxy under their prefixes. See internal/apps.
+	CGIDir     string
+	CGITimeout time.Duration
+	Apps       []apps.Proxy
 	// Front, when set, gives this node a front door (docs/dispatch.md): it
 	// opens Front.Addr whenever it holds the dispatcher role. Key and
 	// Logger are filled by the node.

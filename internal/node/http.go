@@ -27,6 +27,7 @@ func discardLog() *log.Logger { return log.New(io.Discard, "", 0) }
 func (n *Node) clientHandler() http.Handler {
 	mux := http.NewServeMux()
 	n.files.Routes(mux)
+	n.apps.Routes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		api.JSON(w, http.StatusOK, map[string]string{"status": "ok", "node": n.ID()})
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mure-dev/mure/internal/apps"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/files"
 	"github.com/mure-dev/mure/internal/frontdoor"
@@ -36,6 +37,7 @@ type Node struct {
 	cl      *cluster.Cluster
 	st      *store.Store
 	files   *files.Service
+	apps    *apps.Apps
 	reg     *prometheus.Registry
 	httpLn  net.Listener
 	httpSrv *http.Server
@@ -108,6 +110,12 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.NewKey = created
 	n.id = id
 	n.log = cfg.Logger.With("node", id.NodeID)
+	n.apps, err = apps.New(apps.Config{CGIDir: cfg.CGIDir, CGITimeout: cfg.CGITimeout, Proxies: cfg.Apps,
+		NodeID: id.NodeID, Token: cfg.Token}, n.log.With("part", "apps"), n.reg)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, n.apps.Close)
 
 	n.mux, err = transport.Listen(transport.Config{BindAddr: cfg.PeerAddr, AdvertiseAddr: cfg.Advertise, Key: key, Logger: n.log.With("part", "transport")})
 	if err != nil {
@@ -198,6 +206,11 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.Front != nil {
 		fc := *cfg.Front
 		fc.Key, fc.Logger = key.HandoverKey(), n.log.With("part", "frontdoor")
+		// Connections the policy sends to this node itself go to its own
+		// server without a relay.
+		local := frontdoor.NewLocalListener(n.httpLn.Addr())
+		n.serve(n.httpSrv, local)
+		fc.Local = local.Deliver
 		if n.door, err = frontdoor.New(fc, n.cl); err != nil {
 			return nil, err
 		}
@@ -295,6 +308,7 @@ func (n *Node) Close(ctx context.Context) error {
 			_ = n.fast.Shutdown(ctx)
 		}
 		_ = n.httpSrv.Shutdown(ctx)
+		n.apps.Close()
 		if n.pprof != nil {
 			_ = n.pprof.Close()
 		}
