@@ -179,6 +179,22 @@ func TestFrontDoorRedirect(t *testing.T) {
 	if m := scrapeMetric(t, c.HTTPAddr(h), `mure_dispatch_decisions_total{policy="round-robin"}`); m != conns+1 {
 		t.Fatalf("metric mure_dispatch_decisions_total = %v, want %d", m, conns+1)
 	}
+
+	// The cluster-wide setting replaces the nodes' policy at once.
+	if _, err := c.Client().SetConfig(ctxT(t), "dispatch.policy", dispatch.NameStaticHash); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.WaitFor(t, 5*time.Second, "the holder follows dispatch.policy", func() bool {
+		return c.Nodes[h].Door().Status().Policy == dispatch.NameStaticHash
+	})
+	resp, err := hc.Get("http://" + front + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := c.Nodes[h].Door().Status().Decisions[dispatch.NameStaticHash]; got != 1 {
+		t.Fatalf("static-hash decisions after the switch = %d, want 1", got)
+	}
 }
 
 // TestFrontDoorAffinity: with affinity, a client address goes back to the

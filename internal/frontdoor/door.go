@@ -64,6 +64,9 @@ type Config struct {
 	// takes the accepted connection as its own. It reports false when it
 	// cannot (stopping).
 	Local func(net.Conn) bool
+	// PolicyOverride, when set, returns the cluster-wide policy setting
+	// (dispatch.policy), which wins over Policy when not empty.
+	PolicyOverride func() string
 	// Key signs hand-overs (transport.Key.HandoverKey).
 	Key    []byte
 	Logger *slog.Logger
@@ -191,6 +194,7 @@ func (d *Door) tick() {
 	active := d.active
 	d.mu.Unlock()
 	d.feed()
+	d.followPolicy()
 	switch {
 	case self && !active:
 		d.acquire()
@@ -226,6 +230,27 @@ func (d *Door) feed() {
 			d.sched.Remove(id)
 		}
 	}
+}
+
+// followPolicy applies the cluster-wide policy setting, or goes back to
+// the node's own when it is cleared.
+func (d *Door) followPolicy() {
+	want := d.cfg.Policy
+	if d.cfg.PolicyOverride != nil {
+		if o := d.cfg.PolicyOverride(); o != "" {
+			want = o
+		}
+	}
+	if want == d.sched.PolicyName() {
+		return
+	}
+	p, err := dispatch.NewPolicy(want, nil)
+	if err != nil {
+		d.log.Warn("front door: unknown policy in the cluster's settings; keeping the current one", "policy", want)
+		return
+	}
+	d.sched.SetPolicy(p)
+	d.log.Info("front door policy", "policy", want)
 }
 
 // acquire takes the role: the virtual IP, then the listener.

@@ -3,10 +3,13 @@ package meta
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mure-dev/mure/internal/bytesize"
+	"github.com/mure-dev/mure/internal/dispatch"
 )
 
 // Cluster-wide settings, kept in the replicated state and changed with
@@ -32,6 +35,10 @@ const (
 	// 64MiB (~0.54 Gbit/s), is ~5% of a 10 Gbit/s link; on 1 Gbit/s, 32MiB
 	// or less leaves clients most of the link (docs/operations.md).
 	CfgReplicationRate = "replication.rate"
+	// CfgDispatchPolicy: the front door's scheduling policy for the whole
+	// cluster (docs/dispatch.md); "" leaves each node's --front-policy.
+	// The holder switches at once: the next new connection uses it.
+	CfgDispatchPolicy = "dispatch.policy"
 )
 
 // Defaults for every setting.
@@ -42,6 +49,7 @@ var defaultConfig = map[string]string{
 	CfgResumeIdle:      "1s",
 	CfgResumeReads:     "3",
 	CfgReplicationRate: "64MiB",
+	CfgDispatchPolicy:  "",
 }
 
 // DefaultConfig returns a copy of the default settings.
@@ -77,8 +85,12 @@ func ValidateSetting(key, value string) error {
 		if n, err := bytesize.ParseRate(value); err != nil || n != 0 && n < 64<<10 {
 			return fmt.Errorf("%s must be bytes per second such as 64MiB or 100M (powers of 1024), at least 64KiB, or 0 for no cap, not %q", key, value)
 		}
+	case CfgDispatchPolicy:
+		if value != "" && !slices.Contains(dispatch.PolicyNames, value) {
+			return fmt.Errorf("%s must be one of %s, or empty for each node's --front-policy, not %q", key, strings.Join(dispatch.PolicyNames, ", "), value)
+		}
 	default:
-		return fmt.Errorf("unknown setting %q (known: replication, replication.rate, durability, resume, resume.idle, resume.reads)", key)
+		return fmt.Errorf("unknown setting %q (known: replication, replication.rate, durability, resume, resume.idle, resume.reads, dispatch.policy)", key)
 	}
 	return nil
 }
@@ -93,6 +105,8 @@ type Config struct {
 	ResumeReads int
 	// ReplicationRate caps each node's replica fetches, bytes/s; 0: none.
 	ReplicationRate int64
+	// DispatchPolicy overrides the front doors' policy ("": not).
+	DispatchPolicy string
 }
 
 // ParseConfig turns validated settings into a Config (defaults fill gaps).
@@ -112,5 +126,6 @@ func ParseConfig(m map[string]string) Config {
 	c.ResumeIdle, _ = time.ParseDuration(get(CfgResumeIdle))
 	c.ResumeReads, _ = strconv.Atoi(get(CfgResumeReads))
 	c.ReplicationRate, _ = bytesize.ParseRate(get(CfgReplicationRate))
+	c.DispatchPolicy = get(CfgDispatchPolicy)
 	return c
 }

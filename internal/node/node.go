@@ -211,6 +211,10 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		local := frontdoor.NewLocalListener(n.httpLn.Addr())
 		n.serve(n.httpSrv, local)
 		fc.Local = local.Deliver
+		fc.PolicyOverride = func() (p string) {
+			n.cl.FSM().Read(func(st *meta.State) { p = meta.ParseConfig(st.Config()).DispatchPolicy })
+			return p
+		}
 		if n.door, err = frontdoor.New(fc, n.cl); err != nil {
 			return nil, err
 		}
