@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -31,6 +32,10 @@ type Config struct {
 	// legitimate request, short enough that runaway programs cannot pile
 	// up and starve the node.
 	CGITimeout time.Duration
+	// CGINice, when positive, runs CGI programs at this niceness (through
+	// nice(1)): a node whose CPU is saturated by its programs still runs
+	// its own heartbeats, redirects and file service first (0: unchanged).
+	CGINice int
 	// Proxies are the apps served by reverse proxy (mure serve --app).
 	Proxies []Proxy
 	// NodeID is given to CGI programs as MURE_NODE.
@@ -48,6 +53,7 @@ type Apps struct {
 	m       metrics
 	proxies []*proxy
 	reaper  *reaper // nil without CGIDir
+	nice    string  // path of nice(1) when CGINice > 0 and it exists
 
 	closing context.Context // ended by Close: CGI runs stop
 	stop    context.CancelFunc
@@ -90,7 +96,14 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Apps, error)
 	a.closing, a.stop = context.WithCancel(context.Background())
 	if cfg.CGIDir != "" {
 		a.reaper = startReaper(log)
-		log.Info("serving CGI programs", "dir", cfg.CGIDir, "timeout", cfg.CGITimeout)
+		if cfg.CGINice > 0 {
+			if p, err := exec.LookPath("nice"); err == nil {
+				a.nice = p
+			} else {
+				log.Warn("nice(1) not found: CGI programs run at the node's priority", "err", err)
+			}
+		}
+		log.Info("serving CGI programs", "dir", cfg.CGIDir, "timeout", cfg.CGITimeout, "nice", cfg.CGINice)
 		if !canStop {
 			log.Warn("CGI programs cannot be stopped on this system: --cgi-timeout is not enforced")
 		}

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -474,6 +475,41 @@ func TestNew(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestCGINice: with CGINice the program runs at that niceness (below the
+// node's own priority) and still sees itself as the script.
+func TestCGINice(t *testing.T) {
+	dir := t.TempDir()
+	path := script(t, dir, "nice", `printf 'Content-Type: text/plain\n\n'
+printf 'nice=%s script=%s' "$(nice)" "$SCRIPT_FILENAME"
+`)
+	base, err := exec.Command("nice").Output()
+	if err != nil {
+		t.Skip("no nice(1):", err)
+	}
+	baseNice, _ := strconv.Atoi(strings.TrimSpace(string(base)))
+	for _, tc := range []struct {
+		name string
+		nice int
+		want int
+	}{
+		{"unchanged", 0, baseNice},
+		{"lowered", 10, min(baseNice+10, 19)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, srv := serve(t, Config{CGIDir: dir, CGINice: tc.nice})
+			resp, err := http.Get(srv.URL + "/cgi/nice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want := fmt.Sprintf("nice=%d script=%s", tc.want, path); string(b) != want {
+				t.Fatalf("got %q, want %q", b, want)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http/cgi"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/mure-dev/mure/internal/api"
@@ -119,6 +120,13 @@ func (a *Apps) run(w http.ResponseWriter, r *http.Request, name, path string) {
 		Env:    []string{"MURE_NODE=" + a.cfg.NodeID, runEnv + "=" + tag},
 		Logger: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		Stderr: stderr,
+	}
+	if a.nice != "" {
+		// nice(1) runs the program; the program still sees itself as the
+		// script (SCRIPT_FILENAME: cgi.Handler keeps the last value given).
+		h.Args = []string{"-n", strconv.Itoa(a.cfg.CGINice), path}
+		h.Path = a.nice
+		h.Env = append(h.Env, "SCRIPT_FILENAME="+path)
 	}
 	req := r.WithContext(ctx)
 	if a.cfg.Token != "" {

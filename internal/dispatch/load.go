@@ -37,6 +37,11 @@ type NodeLoad struct {
 	// this dispatcher handed to the node since its last report, which the
 	// reported figures cannot show yet.
 	Assigned int `json:"assigned,omitempty"`
+	// LastChosen is set by the Scheduler: the sequence number of its last
+	// decision for this node (0: never). Policies break ties by it, least
+	// recently chosen first, so equal figures rotate instead of piling on
+	// the lowest ID.
+	LastChosen uint64 `json:"-"`
 }
 
 // busy is the connection count a policy should compare: reported plus the

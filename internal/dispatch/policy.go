@@ -13,7 +13,8 @@ var ErrUnknownPolicy = errors.New("unknown scheduling policy")
 // figures. It returns ok=false when no node may take it (none alive).
 //
 // A policy never chooses a node that is not Alive, and breaks ties by the
-// lowest ID so that equal figures give the same answer every time. The
+// least recently chosen node (NodeLoad.LastChosen), then the lowest ID, so
+// that equal figures rotate and give the same answers every time. The
 // Scheduler calls Choose under its lock, so a policy with state (a cursor,
 // a random source) need not be safe for concurrent use itself.
 type Policy interface {
@@ -59,8 +60,8 @@ func NewPolicy(name string, rnd *rand.Rand) (Policy, error) {
 	return nil, fmt.Errorf("%w: %q", ErrUnknownPolicy, name)
 }
 
-// best returns the alive node that less ranks first, ties broken by the
-// lowest ID. less reports whether a is strictly better than b.
+// best returns the alive node that less ranks first, ties broken as in
+// better. less reports whether a is strictly better than b.
 func best(nodes []NodeLoad, less func(a, b NodeLoad) bool) (string, bool) {
 	found := -1
 	for i, n := range nodes {
@@ -77,13 +78,17 @@ func best(nodes []NodeLoad, less func(a, b NodeLoad) bool) (string, bool) {
 	return nodes[found].ID, true
 }
 
-// better is less with the ID as the final tie-break.
+// better is less with the least recently chosen, then the ID, as the
+// tie-breaks.
 func better(a, b NodeLoad, less func(a, b NodeLoad) bool) bool {
 	if less(a, b) {
 		return true
 	}
 	if less(b, a) {
 		return false
+	}
+	if a.LastChosen != b.LastChosen {
+		return a.LastChosen < b.LastChosen
 	}
 	return a.ID < b.ID
 }

@@ -28,15 +28,27 @@ type Config struct {
 	// Affinity, when set, is consulted before the policy and told of every
 	// decision (nil: no affinity).
 	Affinity *Affinity
+	// ConnectLag is how long a connection may take to show in its node's
+	// figures after the decision: with redirects, the client's next round
+	// trip. Assignments made later than a report's time less ConnectLag are
+	// still counted after that report (default DefaultConnectLag).
+	ConnectLag time.Duration
 	// Now is the clock (nil: time.Now); tests pass a fake one.
 	Now func() time.Time
 }
+
+// DefaultConnectLag is Config.ConnectLag's default.
+const DefaultConnectLag = 20 * time.Millisecond
+
+// maxRecent bounds the assignment times kept per node.
+const maxRecent = 4096
 
 // Scheduler owns the dispatcher's view of the nodes: their latest reports,
 // its own assignments since each report, the policy, and how many decisions
 // each policy made. It is safe for concurrent use.
 type Scheduler struct {
 	maxAge   time.Duration
+	lag      time.Duration
 	affinity *Affinity
 	now      func() time.Time
 
@@ -46,13 +58,17 @@ type Scheduler struct {
 	ids       []string   // sorted keys of nodes
 	view      []NodeLoad // reused by Choose, in ids order
 	decisions map[string]uint64
+	seq       uint64 // decisions made
 }
 
 // node is a NodeLoad with when its report arrived, by our clock (the
-// node's At is by its own clock, which may be skewed).
+// node's At is by its own clock, which may be skewed), and when the
+// assignments not yet covered by a report were made (oldest first;
+// len(recent) == Assigned).
 type node struct {
 	NodeLoad
 	received time.Time
+	recent   []time.Time
 }
 
 // NewScheduler returns a scheduler that knows no node yet.
@@ -63,8 +79,12 @@ func NewScheduler(cfg Config) *Scheduler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ConnectLag == 0 {
+		cfg.ConnectLag = DefaultConnectLag
+	}
 	return &Scheduler{
 		maxAge:    cfg.MaxAge,
+		lag:       cfg.ConnectLag,
 		affinity:  cfg.Affinity,
 		now:       cfg.Now,
 		policy:    cfg.Policy,
@@ -111,7 +131,13 @@ func (s *Scheduler) eligible(id string, now time.Time) bool {
 
 func (s *Scheduler) assign(c Conn, id, decision string) NodeLoad {
 	n := s.nodes[id]
-	n.Assigned++
+	if len(n.recent) >= maxRecent {
+		n.recent = n.recent[1:]
+	}
+	n.recent = append(n.recent, s.now())
+	n.Assigned = len(n.recent)
+	s.seq++
+	n.LastChosen = s.seq
 	s.decisions[decision]++
 	if s.affinity != nil {
 		s.affinity.Remember(c, id)
@@ -119,10 +145,10 @@ func (s *Scheduler) assign(c Conn, id, decision string) NodeLoad {
 	return n.NodeLoad
 }
 
-// Report records a node's new figures. Its Assigned count restarts from
-// zero: the report is taken to include the connections sent before it,
-// which is true up to the gossip delay. A report older (by At) than the one
-// held is ignored, since gossip may deliver out of order.
+// Report records a node's new figures. The report is taken to include the
+// connections assigned before its time At less ConnectLag; those assigned
+// since stay counted in Assigned. A report older (by At) than the one held
+// is ignored, since gossip may deliver out of order.
 func (s *Scheduler) Report(n NodeLoad) {
 	if n.ID == "" {
 		return
@@ -133,12 +159,26 @@ func (s *Scheduler) Report(n NodeLoad) {
 	if ok && n.At.Before(old.At) {
 		return
 	}
-	if !ok {
+	now := s.now()
+	var recent []time.Time
+	if ok {
+		at := n.At
+		if at.After(now) {
+			at = now // a clock ahead of ours
+		}
+		covered := at.Add(-s.lag)
+		i := 0
+		for i < len(old.recent) && !old.recent[i].After(covered) {
+			i++
+		}
+		recent = old.recent[i:]
+		n.LastChosen = old.LastChosen
+	} else {
 		i, _ := slices.BinarySearch(s.ids, n.ID)
 		s.ids = slices.Insert(s.ids, i, n.ID)
 	}
-	n.Assigned = 0
-	s.nodes[n.ID] = &node{NodeLoad: n, received: s.now()}
+	n.Assigned = len(recent)
+	s.nodes[n.ID] = &node{NodeLoad: n, received: now, recent: recent}
 }
 
 // Done tells the scheduler that a connection it sent to node id has
@@ -147,8 +187,9 @@ func (s *Scheduler) Report(n NodeLoad) {
 func (s *Scheduler) Done(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n, ok := s.nodes[id]; ok && n.Assigned > 0 {
-		n.Assigned--
+	if n, ok := s.nodes[id]; ok && len(n.recent) > 0 {
+		n.recent = n.recent[1:]
+		n.Assigned = len(n.recent)
 	}
 }
 

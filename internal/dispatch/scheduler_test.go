@@ -225,3 +225,46 @@ func TestSchedulerConcurrent(t *testing.T) {
 		t.Fatalf("affinity table holds %d, cap 50", aff.Len())
 	}
 }
+
+// TestSchedulerReportKeepsLaterAssignments: a report covers the
+// assignments made before its time (less the connect lag), not those made
+// after it was taken, which the node could not see yet.
+func TestSchedulerReportKeepsLaterAssignments(t *testing.T) {
+	s, clk := newScheduler(t, LeastConnections{}, up("a", 0, 0, 0))
+	taken := clk.Now()
+	countChoices(t, s, 2) // at the report's time: covered
+	clk.Advance(DefaultConnectLag + time.Millisecond)
+	countChoices(t, s, 3) // after it: not covered
+	clk.Advance(time.Second)
+	s.Report(NodeLoad{ID: "a", Connections: 2, Alive: true, At: taken.Add(DefaultConnectLag)})
+	if n := s.Nodes()[0]; n.Assigned != 3 {
+		t.Fatalf("assigned after a report taken before 3 of 5 assignments = %d, want 3", n.Assigned)
+	}
+	// A report from a clock ahead of ours covers everything up to now.
+	s.Report(NodeLoad{ID: "a", Connections: 5, Alive: true, At: clk.Now().Add(time.Hour)})
+	if n := s.Nodes()[0]; n.Assigned != 0 {
+		t.Fatalf("assigned after a report from the future = %d, want 0", n.Assigned)
+	}
+}
+
+// TestSchedulerTiesRotate: when fresh reports make every node equal again,
+// the least recently chosen node is next, not always the lowest ID.
+func TestSchedulerTiesRotate(t *testing.T) {
+	for _, p := range []Policy{LeastConnections{}, LeastLoad{}} {
+		t.Run(p.Name(), func(t *testing.T) {
+			s, clk := newScheduler(t, p, up("a", 0, 0, 0), up("b", 0, 0, 0), up("c", 0, 0, 0))
+			var got []string
+			for range 6 {
+				n, _ := s.Choose(conn("192.0.2.1:1"))
+				got = append(got, n.ID)
+				clk.Advance(time.Second)
+				for _, id := range []string{"a", "b", "c"} { // equal again
+					s.Report(NodeLoad{ID: id, Alive: true, At: clk.Now()})
+				}
+			}
+			if fmt.Sprint(got) != "[a b c a b c]" {
+				t.Fatalf("choices %v, want a rotation", got)
+			}
+		})
+	}
+}

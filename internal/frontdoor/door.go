@@ -276,7 +276,10 @@ func (d *Door) acquire() {
 	d.active, d.since, d.ln, d.bindErr = true, time.Now(), ln, ""
 	d.mu.Unlock()
 	d.stats.takeovers.Add(1)
-	d.log.Info("front door open", "addr", raw.Addr().String(), "mode", d.cfg.Mode, "policy", d.cfg.Policy)
+	d.log.Info("front door open", "addr", raw.Addr().String(), "mode", d.cfg.Mode, "policy", d.sched.PolicyName())
+	if d.cfg.VIP != "" {
+		d.wg.Go(d.announceVIP)
+	}
 	if d.cfg.Mode == ModeProxy {
 		d.wg.Go(func() { d.serveProxy(ln) })
 		return

@@ -9,15 +9,22 @@ import (
 	"time"
 )
 
-// addVIP puts the virtual IP on the interface and announces it with
-// gratuitous ARP (Debian's arping), so that the network sends the front
-// door's traffic here from now on.
+// addVIP puts the virtual IP on the interface; announceVIP then tells the
+// network (gratuitous ARP) to send the front door's traffic here.
 func (d *Door) addVIP() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "ip", "addr", "replace", d.cfg.VIP, "dev", d.cfg.VIPIface).CombinedOutput(); err != nil {
 		return fmt.Errorf("add virtual IP %s to %s: %v: %s", d.cfg.VIP, d.cfg.VIPIface, err, strings.TrimSpace(string(out)))
 	}
+	return nil
+}
+
+// announceVIP sends gratuitous ARP for the virtual IP with Debian's arping.
+// It takes about a second; the front door is already open meanwhile.
+func (d *Door) announceVIP() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	ip := vipAddr(d.cfg.VIP)
 	// Unsolicited ARP, twice: a switch or a neighbour that missed the first
 	// learns from the second.
@@ -28,7 +35,6 @@ func (d *Door) addVIP() error {
 			d.log.Warn("gratuitous ARP not sent (install Debian's arping)", "err", err, "out", strings.TrimSpace(string(out)))
 		}
 	}
-	return nil
 }
 
 // dropVIP removes the virtual IP (absent is fine).

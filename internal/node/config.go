@@ -80,7 +80,9 @@ type Config struct {
 	// reverse proxy under their prefixes. See internal/apps.
 	CGIDir     string
 	CGITimeout time.Duration
-	Apps       []apps.Proxy
+	// CGINice runs CGI programs at this niceness (0: the node's own).
+	CGINice int
+	Apps    []apps.Proxy
 	// Front, when set, gives this node a front door (docs/dispatch.md): it
 	// opens Front.Addr whenever it holds the dispatcher role. Key and
 	// Logger are filled by the node.
