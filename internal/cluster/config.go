@@ -75,10 +75,11 @@ type Timing struct {
 	// LoadInterval is how often a node gossips its load figures.
 	LoadInterval time.Duration
 	// DispatchFallback is how long the cluster may have no raft leader
-	// before the dispatcher role falls to the lowest-ID live member (see
-	// Cluster.Dispatcher). While it runs, the previous holder keeps the
-	// role if gossip still sees it alive, so an ordinary election moves
-	// the role once, not twice.
+	// before the dispatcher role falls to the lowest-ID live member, and
+	// how long a new raft leader must lead before the role moves to it
+	// from a holder that is still alive (see Cluster.Dispatcher): an
+	// election moves the role once, not twice, and a leadership flap on a
+	// saturated node does not move it at all.
 	DispatchFallback time.Duration
 }
 

@@ -9,9 +9,9 @@ import (
 const (
 	// DispatchRaftLeader: the raft leader holds the role.
 	DispatchRaftLeader = "raft-leader"
-	// DispatchPrevious: there is no raft leader yet; the previous holder
-	// keeps the role while gossip sees it alive, for at most
-	// Timing.DispatchFallback.
+	// DispatchPrevious: there is no raft leader yet, or a new one has led
+	// for less than Timing.DispatchFallback; the previous holder keeps the
+	// role meanwhile if gossip sees it alive.
 	DispatchPrevious = "previous-holder"
 	// DispatchLowestAlive: no raft leader for longer than
 	// Timing.DispatchFallback (no quorum): the live member with the lowest
@@ -25,6 +25,9 @@ type dispatchState struct {
 	last            string // the holder last returned
 	lastByRaft      bool   // ... and it was the raft leader
 	leaderlessSince time.Time
+	// A raft leader other than the holder, and since when it leads.
+	next      string
+	nextSince time.Time
 }
 
 // Dispatcher returns the node that holds the dispatcher role in this
@@ -34,6 +37,12 @@ type dispatchState struct {
 // lowest ID in the gossip view, so a minority, down to one node, still has
 // a dispatcher. Two views may briefly disagree (gossip is not consensus);
 // the front door makes that harmless (docs/dispatch.md).
+//
+// The role does not follow a leadership flap: when another node wins an
+// election while the holder is still alive in gossip (a saturated leader
+// missing its lease, then winning again), the holder keeps the role until
+// the new leader has led for Timing.DispatchFallback. A holder that gossip
+// declares dead hands over at once.
 func (c *Cluster) Dispatcher() (id, how string) {
 	leader, _ := c.Leader()
 	view := c.gossip.view()
@@ -47,12 +56,20 @@ func (c *Cluster) Dispatcher() (id, how string) {
 	d := &c.dispatch
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	now := time.Now()
 	if leader != "" && alive(leader) {
 		d.leaderlessSince = time.Time{}
-		d.last, d.lastByRaft = leader, true
+		if leader != d.last && d.lastByRaft && alive(d.last) {
+			if d.next != leader {
+				d.next, d.nextSince = leader, now
+			}
+			if now.Sub(d.nextSince) < c.cfg.Timing.DispatchFallback {
+				return d.last, DispatchPrevious
+			}
+		}
+		d.last, d.lastByRaft, d.next = leader, true, ""
 		return leader, DispatchRaftLeader
 	}
-	now := time.Now()
 	if d.leaderlessSince.IsZero() {
 		d.leaderlessSince = now
 	}

@@ -42,6 +42,11 @@ type NodeLoad struct {
 	// recently chosen first, so equal figures rotate instead of piling on
 	// the lowest ID.
 	LastChosen uint64 `json:"-"`
+	// Covered is set by the Scheduler: how many of its assignments the
+	// node's latest report was the first to cover — the connections that
+	// produced the reported figures, for policies that need a cost per
+	// connection (LeastLoad).
+	Covered int `json:"-"`
 }
 
 // busy is the connection count a policy should compare: reported plus the

@@ -83,12 +83,19 @@ func (p LeastLoad) Choose(_ Conn, nodes []NodeLoad) (string, bool) {
 	})
 }
 
-// projected is the node's CPU with its unreported assignments added.
+// projected is the node's CPU with its unreported assignments added, each
+// costing what the connections behind the report cost: the CPU over the
+// assignments the report covered (short connections, which the open
+// connections at report time undercount), else over the open connections.
 func (p LeastLoad) projected(n NodeLoad) float64 {
 	cost := p.ConnCPU
 	if cost == 0 {
 		cost = DefaultConnCPU
-		if n.Connections > 0 && n.CPU > 0 {
+		switch {
+		case n.CPU <= 0:
+		case n.Covered > 0:
+			cost = n.CPU / float64(n.Covered)
+		case n.Connections > 0:
 			cost = n.CPU / float64(n.Connections)
 		}
 	}

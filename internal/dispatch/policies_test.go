@@ -15,6 +15,7 @@ func up(id string, conns int, cpu float64, free int64) NodeLoad {
 func dead(n NodeLoad) NodeLoad { n.Alive = false; return n }
 
 func assigned(n NodeLoad, k int) NodeLoad { n.Assigned = k; return n }
+func covered(n NodeLoad, k int) NodeLoad  { n.Covered = k; return n }
 
 func withLoad(n NodeLoad, load float64) NodeLoad { n.Load = load; return n }
 
@@ -41,6 +42,10 @@ func TestPolicyChoose(t *testing.T) {
 		{"ll/CPU over quota", LeastLoad{}, []NodeLoad{up("a", 1, 1.2, 0), up("b", 1, 1.0, 0)}, "b"},
 		// a: 0.2 + 3 × (0.2/2) = 0.5 > b: 0.4
 		{"ll/projects assigned", LeastLoad{}, []NodeLoad{assigned(up("a", 2, 0.2, 0), 3), up("b", 2, 0.4, 0)}, "b"},
+		// short connections: the report covered 4 assignments for 0.4 CPU, so
+		// each costs 0.1: a: 0.4 + 2×0.1 = 0.6 > b: 0.55 (by open
+		// connections, 0, it would be 0.4 + 2×0.02 = 0.44 < 0.55)
+		{"ll/cost from covered assignments", LeastLoad{}, []NodeLoad{covered(assigned(up("a", 0, 0.4, 0), 2), 4), up("b", 0, 0.55, 0)}, "b"},
 		// no connections to estimate from: DefaultConnCPU each, 0.1 + 10×0.02 = 0.3 > 0.25
 		{"ll/default conn CPU", LeastLoad{}, []NodeLoad{assigned(up("a", 0, 0.1, 0), 10), up("b", 0, 0.25, 0)}, "b"},
 		{"ll/explicit conn CPU", LeastLoad{ConnCPU: 0.001}, []NodeLoad{assigned(up("a", 0, 0.1, 0), 10), up("b", 0, 0.25, 0)}, "a"},

@@ -172,7 +172,7 @@ func (s *Scheduler) Report(n NodeLoad) {
 			i++
 		}
 		recent = old.recent[i:]
-		n.LastChosen = old.LastChosen
+		n.LastChosen, n.Covered = old.LastChosen, i
 	} else {
 		i, _ := slices.BinarySearch(s.ids, n.ID)
 		s.ids = slices.Insert(s.ids, i, n.ID)

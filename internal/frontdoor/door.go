@@ -130,6 +130,7 @@ type Door struct {
 	ln      *limitListener
 	srv     *http.Server // redirect mode
 	bindErr string
+	vipAt   time.Time                    // last time the VIP was added or renewed (tick goroutine only)
 	seen    map[string]dispatch.NodeLoad // last figures reported to sched
 	relays  map[net.Conn]struct{}        // proxy mode: client sides being relayed
 
@@ -196,6 +197,8 @@ func (d *Door) tick() {
 	d.feed()
 	d.followPolicy()
 	switch {
+	case self && active:
+		d.refreshVIP()
 	case self && !active:
 		d.acquire()
 	case !self && active:

@@ -5,19 +5,44 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// addVIP puts the virtual IP on the interface; announceVIP then tells the
-// network (gratuitous ARP) to send the front door's traffic here.
+// The virtual IP is added with a lifetime and refreshed while the role is
+// held: if the node's process dies (SIGKILL, a crash) or is paused, the
+// kernel removes the address by itself within VIPLifetime, so a dead
+// holder does not go on answering ARP for it beside its successor.
+const (
+	VIPLifetime = 3 * time.Second
+	vipRefresh  = time.Second
+)
+
+// addVIP puts the virtual IP on the interface, or renews its lifetime;
+// announceVIP then tells the network (gratuitous ARP) to send the front
+// door's traffic here.
 func (d *Door) addVIP() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, "ip", "addr", "replace", d.cfg.VIP, "dev", d.cfg.VIPIface).CombinedOutput(); err != nil {
+	life := strconv.Itoa(int(VIPLifetime / time.Second))
+	if out, err := exec.CommandContext(ctx, "ip", "addr", "replace", d.cfg.VIP, "dev", d.cfg.VIPIface,
+		"valid_lft", life, "preferred_lft", life).CombinedOutput(); err != nil {
 		return fmt.Errorf("add virtual IP %s to %s: %v: %s", d.cfg.VIP, d.cfg.VIPIface, err, strings.TrimSpace(string(out)))
 	}
+	d.vipAt = time.Now()
 	return nil
+}
+
+// refreshVIP renews the address's lifetime when due (the role's holder
+// calls it at every check).
+func (d *Door) refreshVIP() {
+	if d.cfg.VIP == "" || time.Since(d.vipAt) < vipRefresh {
+		return
+	}
+	if err := d.addVIP(); err != nil {
+		d.log.Warn("cannot renew the virtual IP", "err", err)
+	}
 }
 
 // announceVIP sends gratuitous ARP for the virtual IP with Debian's arping.

@@ -1,0 +1,93 @@
+package frontdoor
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestVerifyPreamble(t *testing.T) {
+	key := []byte("the cluster's hand-over key")
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	client := netip.MustParseAddrPort("192.0.2.7:40001")
+	v := &Verifier{Key: key, Dispatcher: func() string { return "d1" }, Now: func() time.Time { return now }}
+	line := func(b []byte) string { return strings.TrimRight(string(b), "\r\n") }
+	for _, tc := range []struct {
+		name string
+		line string
+		want error
+	}{
+		{"valid", line(Preamble(key, "d1", client, now)), nil},
+		{"valid, clock 59 s apart", line(Preamble(key, "d1", client, now.Add(-59*time.Second))), nil},
+		{"other key", line(Preamble([]byte("another"), "d1", client, now)), errBadMAC},
+		{"not the recognised dispatcher", line(Preamble(key, "d2", client, now)), errNotRecognise},
+		{"too old", line(Preamble(key, "d1", client, now.Add(-2*time.Minute))), errStale},
+		{"from the future", line(Preamble(key, "d1", client, now.Add(2*time.Minute))), errStale},
+		{"tampered client", strings.Replace(line(Preamble(key, "d1", client, now)), "192.0.2.7", "192.0.2.8", 1), errBadMAC},
+		{"no mac", "MURE-HANDOVER/1 d1 192.0.2.7:40001 1", errBadMAC},
+		{"nothing", "", errBadPreamble},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, err := v.verify(tc.line)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("verify = %v, want %v", err, tc.want)
+			}
+			if err == nil && got != client {
+				t.Fatalf("client %v, want %v", got, client)
+			}
+		})
+	}
+}
+
+// TestAcceptHandovers: behind the wrapper, an ordinary HTTP client and a
+// relayed one are both served, the relayed one as the client; a forged
+// preamble is answered 421.
+func TestAcceptHandovers(t *testing.T) {
+	key := []byte("k")
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejected := make(chan string, 8)
+	ln := AcceptHandovers(raw, &Verifier{Key: key, Dispatcher: func() string { return "d1" }}, func(r string) { rejected <- r })
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, r.RemoteAddr)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	ask := func(prefix string) (*http.Response, string) {
+		c, err := net.Dial("tcp", raw.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "%sGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", prefix)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	if resp, body := ask(""); resp.StatusCode != 200 || !strings.HasPrefix(body, "127.0.0.1:") {
+		t.Fatalf("ordinary client: %d %q", resp.StatusCode, body)
+	}
+	client := netip.MustParseAddrPort("198.51.100.9:5555")
+	if resp, body := ask(string(Preamble(key, "d1", client, time.Now()))); resp.StatusCode != 200 || body != client.String() {
+		t.Fatalf("relayed client: %d %q, want 200 %s", resp.StatusCode, body, client)
+	}
+	if resp, _ := ask(string(Preamble(key, "d9", client, time.Now()))); resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("preamble from another dispatcher: %d, want 421", resp.StatusCode)
+	}
+	if r := <-rejected; r != "not_dispatcher" || len(rejected) != 0 {
+		t.Fatalf("rejection counted as %q (%d more), want one not_dispatcher", r, len(rejected))
+	}
+}
