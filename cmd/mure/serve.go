@@ -48,6 +48,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&cfg.DebugUnsafeReads, "debug-unsafe-reads", false, "tests only: serve local copies without the consistency checks (a deliberately broken protocol)")
 	fs.BoolVar(&cfg.NoSync, "unsafe-no-fsync", false, "skip fsync (benchmarks and tests only: acknowledged writes may be lost on power failure)")
 	fs.StringVar(&cfg.CGIDir, "cgi-dir", "", "serve the executable files in `DIR` as CGI programs at /cgi/NAME (default: off)")
+	fs.IntVar(&cfg.CGIMaxRunning, "cgi-max-running", 0, "CGI programs running at once; more requests wait for a slot (0: 4 per core the node may use)")
 	fs.IntVar(&cfg.CGINice, "cgi-nice", 10, "run CGI programs at this niceness (0-19), so that a node busy with them still answers its peers and its other clients first (0: the node's own)")
 	fs.DurationVar(&cfg.CGITimeout, "cgi-timeout", apps.DefaultCGITimeout, "kill a CGI program, and what it started, still running after this long")
 	fs.Var((*appList)(&cfg.Apps), "app", "serve an app by reverse proxy: `PREFIX=URL` sends PREFIX/rest to URL/rest, e.g. /shop/=http://127.0.0.1:9000 (repeatable)")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -18,6 +19,10 @@ import (
 
 // DefaultCGITimeout bounds a CGI run when Config.CGITimeout is 0.
 const DefaultCGITimeout = 30 * time.Second
+
+// DefaultCGIMaxRunning is 4 programs per core the node may use
+// (GOMAXPROCS, which follows a cgroup's CPU quota).
+func DefaultCGIMaxRunning() int { return 4 * runtime.GOMAXPROCS(0) }
 
 // Config says which apps a node serves. The zero Config serves none.
 type Config struct {
@@ -32,6 +37,9 @@ type Config struct {
 	// legitimate request, short enough that runaway programs cannot pile
 	// up and starve the node.
 	CGITimeout time.Duration
+	// CGIMaxRunning bounds the CGI programs running at once; more requests
+	// wait for a slot (0: DefaultCGIMaxRunning()).
+	CGIMaxRunning int
 	// CGINice, when positive, runs CGI programs at this niceness (through
 	// nice(1)): a node whose CPU is saturated by its programs still runs
 	// its own heartbeats, redirects and file service first (0: unchanged).
@@ -54,6 +62,7 @@ type Apps struct {
 	proxies []*proxy
 	reaper  *reaper // nil without CGIDir
 	nice    string  // path of nice(1) when CGINice > 0 and it exists
+	slots   chan struct{}
 
 	closing context.Context // ended by Close: CGI runs stop
 	stop    context.CancelFunc
@@ -81,7 +90,13 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Apps, error)
 		}
 		cfg.CGIDir = dir
 	}
-	a := &Apps{cfg: cfg, log: log, m: newMetrics(reg)}
+	if cfg.CGIMaxRunning < 0 {
+		return nil, fmt.Errorf("--cgi-max-running must be positive, not %d", cfg.CGIMaxRunning)
+	}
+	if cfg.CGIMaxRunning == 0 {
+		cfg.CGIMaxRunning = DefaultCGIMaxRunning()
+	}
+	a := &Apps{cfg: cfg, log: log, m: newMetrics(reg), slots: make(chan struct{}, cfg.CGIMaxRunning)}
 	seen := map[string]bool{}
 	for _, p := range cfg.Proxies {
 		if err := p.validate(); err != nil {

@@ -514,3 +514,68 @@ printf 'nice=%s script=%s' "$(nice)" "$SCRIPT_FILENAME"
 		})
 	}
 }
+
+// TestCGIMaxRunning: beyond CGIMaxRunning, a request waits for a running
+// program to end before its own starts.
+func TestCGIMaxRunning(t *testing.T) {
+	for _, tc := range []struct {
+		slots     int
+		wantAfter string // whether the second program started after the first ended
+	}{{1, "yes"}, {2, "no"}} {
+		t.Run(strconv.Itoa(tc.slots), func(t *testing.T) {
+			dir := t.TempDir()
+			script(t, dir, "hold", fmt.Sprintf(`d=%s
+touch "$d/started.$QUERY_STRING"
+after=no; [ -f "$d/ended.1" ] && after=yes
+while [ "$QUERY_STRING" = 1 ] && [ ! -f "$d/go" ]; do sleep 0.02; done
+touch "$d/ended.$QUERY_STRING"
+printf 'Content-Type: text/plain\n\nafter=%%s' "$after"
+`, dir))
+			reg, srv := serve(t, Config{CGIDir: dir, CGIMaxRunning: tc.slots})
+			get := func(q string, out chan<- string) {
+				resp, err := http.Get(srv.URL + "/cgi/hold?" + q)
+				if err != nil {
+					out <- err.Error()
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				out <- string(b)
+			}
+			first, second := make(chan string, 1), make(chan string, 1)
+			go get("1", first)
+			waitFile(t, filepath.Join(dir, "started.1"))
+			go get("2", second)
+			if tc.slots == 1 {
+				waitFor(t, "the second request to wait for a slot", func() bool { return gaugeValue(t, reg, "mure_app_cgi_waiting") == 1 })
+			} else {
+				waitFile(t, filepath.Join(dir, "started.2"))
+			}
+			os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+			<-first
+			if got := <-second; got != "after="+tc.wantAfter {
+				t.Fatalf("second program: %q, want after=%s", got, tc.wantAfter)
+			}
+		})
+	}
+}
+
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	waitFor(t, path, func() bool { _, err := os.Stat(path); return err == nil })
+}
+
+// gaugeValue reads an unlabelled gauge from reg.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
+}

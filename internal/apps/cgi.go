@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mure-dev/mure/internal/api"
 )
@@ -104,6 +105,10 @@ func (a *Apps) run(w http.ResponseWriter, r *http.Request, name, path string) {
 		return
 	}
 	defer a.runs.Done()
+	if !a.acquire(w, r) {
+		return
+	}
+	defer func() { <-a.slots }()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	ctx, cancelTimeout := context.WithTimeoutCause(ctx, a.cfg.CGITimeout, errTimeout)
@@ -281,4 +286,30 @@ func (l *lineLog) Close() error {
 		l.log.Warn("CGI stderr lines dropped", "lines", l.dropped)
 	}
 	return nil
+}
+
+// acquire waits for one of the CGIMaxRunning slots: beyond them requests
+// queue here instead of starting programs that would only share the same
+// CPU more thinly (and starve the node itself). A request that waits
+// longer than CGITimeout is answered 503.
+func (a *Apps) acquire(w http.ResponseWriter, r *http.Request) bool {
+	select {
+	case a.slots <- struct{}{}:
+		return true
+	default:
+	}
+	a.m.cgiWaiting.Inc()
+	defer a.m.cgiWaiting.Dec()
+	t := time.NewTimer(a.cfg.CGITimeout)
+	defer t.Stop()
+	select {
+	case a.slots <- struct{}{}:
+		return true
+	case <-t.C:
+		api.Unavailable(w, 1, api.CodeUnavailable, fmt.Sprintf("all %d CGI slots of this node stayed busy for %s; retry later", cap(a.slots), a.cfg.CGITimeout))
+	case <-r.Context().Done():
+	case <-a.closing.Done():
+		api.Unavailable(w, 1, api.CodeUnavailable, "the node is stopping")
+	}
+	return false
 }

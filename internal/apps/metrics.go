@@ -12,6 +12,8 @@ import (
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// cgiWaiting counts requests waiting for a CGI slot.
+	cgiWaiting prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) metrics {
@@ -23,9 +25,11 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Help:    "Time from a request reaching an app's handler to the end of its answer, by app.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 13)}, // 1 ms .. 60 s
 			[]string{"app"}),
+		cgiWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "app", Name: "cgi_waiting",
+			Help: "Requests waiting for one of the node's CGI slots (--cgi-max-running)."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration)
+		reg.MustRegister(m.requests, m.duration, m.cgiWaiting)
 	}
 	return m
 }

@@ -83,7 +83,8 @@ func (p LeastLoad) Choose(_ Conn, nodes []NodeLoad) (string, bool) {
 	})
 }
 
-// projected is the node's CPU with its unreported assignments added, each
+// projected is the node's CPU demand with its unreported assignments
+// added, each
 // costing what the connections behind the report cost: the CPU over the
 // assignments the report covered (short connections, which the open
 // connections at report time undercount), else over the open connections.
@@ -99,7 +100,9 @@ func (p LeastLoad) projected(n NodeLoad) float64 {
 			cost = n.CPU / float64(n.Connections)
 		}
 	}
-	return n.CPU + float64(n.Assigned)*cost
+	// A saturated node's CPU stops at its quota however long its queue:
+	// its open connections, each costing as much, show the queue.
+	return max(n.CPU, float64(n.Connections)*cost) + float64(n.Assigned)*cost
 }
 
 // DefaultConnMemory is the memory MostFreeMemory assumes a new connection

@@ -46,6 +46,8 @@ func TestPolicyChoose(t *testing.T) {
 		// each costs 0.1: a: 0.4 + 2×0.1 = 0.6 > b: 0.55 (by open
 		// connections, 0, it would be 0.4 + 2×0.02 = 0.44 < 0.55)
 		{"ll/cost from covered assignments", LeastLoad{}, []NodeLoad{covered(assigned(up("a", 0, 0.4, 0), 2), 4), up("b", 0, 0.55, 0)}, "b"},
+		// both saturated: the queue (open connections × cost) tells them apart
+		{"ll/saturated, shorter queue", LeastLoad{}, []NodeLoad{covered(up("a", 20, 1.0, 0), 3), covered(up("b", 4, 1.0, 0), 3)}, "b"},
 		// no connections to estimate from: DefaultConnCPU each, 0.1 + 10×0.02 = 0.3 > 0.25
 		{"ll/default conn CPU", LeastLoad{}, []NodeLoad{assigned(up("a", 0, 0.1, 0), 10), up("b", 0, 0.25, 0)}, "b"},
 		{"ll/explicit conn CPU", LeastLoad{ConnCPU: 0.001}, []NodeLoad{assigned(up("a", 0, 0.1, 0), 10), up("b", 0, 0.25, 0)}, "a"},

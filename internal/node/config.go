@@ -80,9 +80,10 @@ type Config struct {
 	// reverse proxy under their prefixes. See internal/apps.
 	CGIDir     string
 	CGITimeout time.Duration
-	// CGINice runs CGI programs at this niceness (0: the node's own).
-	CGINice int
-	Apps    []apps.Proxy
+	// CGINice runs CGI programs at this niceness (0: the node's own);
+	// CGIMaxRunning bounds those running at once (0: 4 per core).
+	CGINice, CGIMaxRunning int
+	Apps                   []apps.Proxy
 	// Front, when set, gives this node a front door (docs/dispatch.md): it
 	// opens Front.Addr whenever it holds the dispatcher role. Key and
 	// Logger are filled by the node.

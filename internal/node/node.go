@@ -110,7 +110,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.NewKey = created
 	n.id = id
 	n.log = cfg.Logger.With("node", id.NodeID)
-	n.apps, err = apps.New(apps.Config{CGIDir: cfg.CGIDir, CGITimeout: cfg.CGITimeout, CGINice: cfg.CGINice, Proxies: cfg.Apps,
+	n.apps, err = apps.New(apps.Config{CGIDir: cfg.CGIDir, CGITimeout: cfg.CGITimeout, CGINice: cfg.CGINice, CGIMaxRunning: cfg.CGIMaxRunning, Proxies: cfg.Apps,
 		NodeID: id.NodeID, Token: cfg.Token}, n.log.With("part", "apps"), n.reg)
 	if err != nil {
 		return nil, err
