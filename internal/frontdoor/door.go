@@ -216,7 +216,9 @@ func (d *Door) feed() {
 	for _, m := range members {
 		present[m.ID] = true
 		n := dispatch.NodeLoad{ID: m.ID, Addr: m.HTTPAddr,
-			Alive: (m.Gossip == cluster.GossipAlive || m.Gossip == cluster.GossipSuspect) && m.HTTPAddr != "" &&
+			// A suspect node (missed probes) gets no new connection: it is
+			// likely dead, and if not it is back within a probe or two.
+			Alive: m.Gossip == cluster.GossipAlive && m.HTTPAddr != "" &&
 				(m.State == "" || m.State == meta.NodeActive)}
 		if l := m.Load; l != nil {
 			n.Connections, n.CPU, n.Load, n.FreeMemory, n.At = l.Connections, l.CPU, l.RunQueue, l.FreeMemory, l.Time()

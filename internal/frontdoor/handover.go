@@ -62,8 +62,12 @@ var (
 // Verifier checks preambles on a node's client port.
 type Verifier struct {
 	Key []byte
-	// Dispatcher returns the dispatcher this node recognises.
+	// Dispatcher returns the dispatcher this node recognises; Leader, when
+	// set, the raft leader it knows, also accepted: while the role moves
+	// to a new leader, nodes may still name the old holder for a moment,
+	// and both are legitimate (a node that is neither is refused).
 	Dispatcher func() string
+	Leader     func() string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -98,7 +102,7 @@ func (v *Verifier) verify(line string) (netip.AddrPort, string, error) {
 	if d := now().Sub(time.UnixMilli(ms)); d > HandoverSkew || d < -HandoverSkew {
 		return netip.AddrPort{}, "", errStale
 	}
-	if f[0] != v.Dispatcher() {
+	if f[0] != v.Dispatcher() && (v.Leader == nil || f[0] != v.Leader()) {
 		return netip.AddrPort{}, f[0], errNotRecognise
 	}
 	return client, f[0], nil

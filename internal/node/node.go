@@ -179,7 +179,8 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		ConnState: n.countConn}
 	// Connections a front door relays here start with a signed preamble;
 	// the others pass unchanged (docs/dispatch.md).
-	verifier := &frontdoor.Verifier{Key: key.HandoverKey(), Dispatcher: func() string { id, _ := n.cl.Dispatcher(); return id }}
+	verifier := &frontdoor.Verifier{Key: key.HandoverKey(), Dispatcher: func() string { id, _ := n.cl.Dispatcher(); return id },
+		Leader: func() string { id, _ := n.cl.Leader(); return id }}
 	n.serve(n.peerSrv, n.mux.HTTPListener())
 	n.serve(n.httpSrv, frontdoor.AcceptHandovers(n.httpLn, verifier, func(reason string) { n.handedOver.WithLabelValues(reason).Inc() }))
 	if n.fastLn != nil {
