@@ -75,12 +75,16 @@ type Timing struct {
 	// LoadInterval is how often a node gossips its load figures.
 	LoadInterval time.Duration
 	// DispatchFallback is how long the cluster may have no raft leader
-	// before the dispatcher role falls to the lowest-ID live member, and
-	// how long a new raft leader must lead before the role moves to it
-	// from a holder that is still alive (see Cluster.Dispatcher): an
-	// election moves the role once, not twice, and a leadership flap on a
-	// saturated node does not move it at all.
+	// before the dispatcher role falls to the lowest-ID live member (see
+	// Cluster.Dispatcher); meanwhile the previous holder keeps it if it
+	// still answers gossip, so an election moves the role once, not twice.
 	DispatchFallback time.Duration
+	// DispatchHold is how long a new raft leader must lead before the role
+	// moves to it from a holder that still answers gossip: a short
+	// leadership flap on a saturated node does not move the front door.
+	// It adds to a failover only while gossip has not yet found the old
+	// holder dead.
+	DispatchHold time.Duration
 }
 
 // DefaultTiming suits a LAN.
@@ -90,7 +94,7 @@ func DefaultTiming() Timing {
 		GossipProbeInterval: time.Second, GossipProbeTimeout: 500 * time.Millisecond, GossipInterval: 200 * time.Millisecond, GossipSuspicionMult: 4,
 		ReadLease: 2 * time.Second, DeadVoterGrace: 30 * time.Second, FailedAfter: 30 * time.Second, Reconcile: time.Second,
 		SnapshotThreshold: 16384, SnapshotTrailing: 10240,
-		LoadInterval: 500 * time.Millisecond, DispatchFallback: 3 * time.Second,
+		LoadInterval: 500 * time.Millisecond, DispatchFallback: 3 * time.Second, DispatchHold: time.Second,
 	}
 }
 
@@ -102,6 +106,6 @@ func FastTiming() Timing {
 		GossipProbeInterval: 100 * time.Millisecond, GossipProbeTimeout: 50 * time.Millisecond, GossipInterval: 50 * time.Millisecond, GossipSuspicionMult: 2,
 		ReadLease: 600 * time.Millisecond, DeadVoterGrace: 2 * time.Second, FailedAfter: 1500 * time.Millisecond, Reconcile: 100 * time.Millisecond,
 		SnapshotThreshold: 16384, SnapshotTrailing: 10240,
-		LoadInterval: 100 * time.Millisecond, DispatchFallback: 500 * time.Millisecond,
+		LoadInterval: 100 * time.Millisecond, DispatchFallback: 500 * time.Millisecond, DispatchHold: 200 * time.Millisecond,
 	}
 }

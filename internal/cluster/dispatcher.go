@@ -9,9 +9,10 @@ import (
 const (
 	// DispatchRaftLeader: the raft leader holds the role.
 	DispatchRaftLeader = "raft-leader"
-	// DispatchPrevious: there is no raft leader yet, or a new one has led
-	// for less than Timing.DispatchFallback; the previous holder keeps the
-	// role meanwhile if gossip sees it alive.
+	// DispatchPrevious: there is no raft leader yet (for less than
+	// Timing.DispatchFallback), or a new one has led for less than
+	// Timing.DispatchHold; the previous holder keeps the role meanwhile if
+	// it answers gossip.
 	DispatchPrevious = "previous-holder"
 	// DispatchLowestAlive: no raft leader for longer than
 	// Timing.DispatchFallback (no quorum): the live member with the lowest
@@ -41,8 +42,8 @@ type dispatchState struct {
 // The role does not follow a leadership flap: when another node wins an
 // election while the holder is still alive in gossip (a saturated leader
 // missing its lease, then winning again), the holder keeps the role until
-// the new leader has led for Timing.DispatchFallback. A holder that gossip
-// declares dead hands over at once.
+// the new leader has led for Timing.DispatchHold. A holder that misses
+// gossip's probes (suspect) hands over at once.
 func (c *Cluster) Dispatcher() (id, how string) {
 	leader, _ := c.Leader()
 	view := c.gossip.view()
@@ -53,17 +54,26 @@ func (c *Cluster) Dispatcher() (id, how string) {
 		p, ok := view[id]
 		return ok && (p.state == GossipAlive || p.state == GossipSuspect)
 	}
+	// A holder keeps the role past a change of leader only while it
+	// answers gossip's probes: a suspect one is most likely dead.
+	answering := func(id string) bool {
+		if id == c.cfg.NodeID {
+			return true
+		}
+		p, ok := view[id]
+		return ok && p.state == GossipAlive
+	}
 	d := &c.dispatch
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := time.Now()
 	if leader != "" && alive(leader) {
 		d.leaderlessSince = time.Time{}
-		if leader != d.last && d.lastByRaft && alive(d.last) {
+		if leader != d.last && d.lastByRaft && answering(d.last) {
 			if d.next != leader {
 				d.next, d.nextSince = leader, now
 			}
-			if now.Sub(d.nextSince) < c.cfg.Timing.DispatchFallback {
+			if now.Sub(d.nextSince) < c.cfg.Timing.DispatchHold {
 				return d.last, DispatchPrevious
 			}
 		}
@@ -73,7 +83,7 @@ func (c *Cluster) Dispatcher() (id, how string) {
 	if d.leaderlessSince.IsZero() {
 		d.leaderlessSince = now
 	}
-	if d.lastByRaft && alive(d.last) && now.Sub(d.leaderlessSince) < c.cfg.Timing.DispatchFallback {
+	if d.lastByRaft && answering(d.last) && now.Sub(d.leaderlessSince) < c.cfg.Timing.DispatchFallback {
 		return d.last, DispatchPrevious
 	}
 	lowest := c.cfg.NodeID
