@@ -14,7 +14,8 @@ import (
 func frontFlags(fs *flag.FlagSet) func() *frontdoor.Config {
 	var c frontdoor.Config
 	fs.StringVar(&c.Addr, "front", "", "the cluster's front door `ADDR`: opened by whichever node holds the dispatcher role, which sends each new connection to a node (docs/dispatch.md; default: off)")
-	fs.StringVar(&c.Mode, "front-mode", frontdoor.ModeRedirect, "how the front door hands a connection over: redirect (307 to the node) or proxy (relay its bytes)")
+	fs.StringVar(&c.Mode, "front-mode", frontdoor.ModeRedirect, "how the front door hands a connection over: redirect (307 to the node), proxy (relay its bytes) or single-address (every node owns --front-vip on --front-iface; the holder only places client SYNs; Linux, root, iptables)")
+	fs.IntVar(&c.SYNPort, "front-syn-port", 7945, "single-address mode: UDP port on which nodes receive the SYNs the master forwards")
 	fs.StringVar(&c.Policy, "front-policy", dispatch.NameLeastConnections, "scheduling policy: "+strings.Join(dispatch.PolicyNames, ", "))
 	fs.DurationVar(&c.Affinity, "front-affinity", 0, "send a client address back to the same node for this long after its last connection (0: off)")
 	fs.IntVar(&c.MaxConns, "front-max-conns", 10000, "connections the front door holds open at once; beyond, 503")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,10 @@ const (
 	ModeRedirect = "redirect"
 	// ModeProxy relays the connection's bytes to the chosen node (splice).
 	ModeProxy = "proxy"
+	// ModeSingleAddress opens no listener: every node owns the address
+	// (internal/dsc) and the holder only places client SYNs, through
+	// Choose, when OnRole has made it the SYN master.
+	ModeSingleAddress = "single-address"
 )
 
 // Config configures a front door.
@@ -64,6 +69,12 @@ type Config struct {
 	// takes the accepted connection as its own. It reports false when it
 	// cannot (stopping).
 	Local func(net.Conn) bool
+	// SYNPort, in single-address mode, is the UDP port on which every
+	// node receives the SYNs the master forwards (default 7945).
+	SYNPort int
+	// OnRole, in single-address mode, is told when this node takes the
+	// role (true) and gives it up (false).
+	OnRole func(active bool)
 	// PolicyOverride, when set, returns the cluster-wide policy setting
 	// (dispatch.policy), which wins over Policy when not empty.
 	PolicyOverride func() string
@@ -76,8 +87,8 @@ func (c *Config) defaults() error {
 	if c.Mode == "" {
 		c.Mode = ModeRedirect
 	}
-	if c.Mode != ModeRedirect && c.Mode != ModeProxy {
-		return fmt.Errorf("front door mode %q: use %s or %s", c.Mode, ModeRedirect, ModeProxy)
+	if c.Mode != ModeRedirect && c.Mode != ModeProxy && c.Mode != ModeSingleAddress {
+		return fmt.Errorf("front door mode %q: use %s, %s or %s", c.Mode, ModeRedirect, ModeProxy, ModeSingleAddress)
 	}
 	if c.Policy == "" {
 		c.Policy = dispatch.NameLeastConnections
@@ -162,7 +173,7 @@ func New(cfg Config, cl Cluster) (*Door, error) {
 // Run checks the role every Poll until ctx is done, then gives the role up
 // (closing the listener; connections already handed over are left alone).
 func (d *Door) Run(ctx context.Context) {
-	if d.cfg.VIP != "" {
+	if d.cfg.VIP != "" && d.cfg.Mode != ModeSingleAddress {
 		d.dropVIP() // a crashed predecessor may have left it
 	}
 	t := time.NewTicker(d.cfg.Poll)
@@ -198,7 +209,9 @@ func (d *Door) tick() {
 	d.followPolicy()
 	switch {
 	case self && active:
-		d.refreshVIP()
+		if d.cfg.Mode != ModeSingleAddress {
+			d.refreshVIP()
+		}
 	case self && !active:
 		d.acquire()
 	case !self && active:
@@ -258,8 +271,20 @@ func (d *Door) followPolicy() {
 	d.log.Info("front door policy", "policy", want)
 }
 
-// acquire takes the role: the virtual IP, then the listener.
+// acquire takes the role: the virtual IP, then the listener (in
+// single-address mode: the SYN master's tap, through OnRole).
 func (d *Door) acquire() {
+	if d.cfg.Mode == ModeSingleAddress {
+		d.mu.Lock()
+		d.active, d.since, d.bindErr = true, time.Now(), ""
+		d.mu.Unlock()
+		d.stats.takeovers.Add(1)
+		if d.cfg.OnRole != nil {
+			d.cfg.OnRole(true)
+		}
+		d.log.Info("SYN master", "addr", d.cfg.Addr, "policy", d.sched.PolicyName())
+		return
+	}
 	if d.cfg.VIP != "" {
 		if err := d.addVIP(); err != nil {
 			d.noteBindErr(err)
@@ -319,6 +344,12 @@ func (d *Door) release(why string) {
 	d.ln, d.srv = nil, nil
 	d.mu.Unlock()
 	d.log.Info("front door closed", "why", why)
+	if d.cfg.Mode == ModeSingleAddress {
+		if d.cfg.OnRole != nil {
+			d.cfg.OnRole(false)
+		}
+		return
+	}
 	_ = ln.Close()
 	if srv != nil {
 		// Idle kept-alive connections close now; a request being answered
@@ -332,6 +363,13 @@ func (d *Door) release(why string) {
 	if d.cfg.VIP != "" {
 		d.dropVIP()
 	}
+}
+
+// Choose places a new connection by the policy (single-address mode: a
+// client SYN the master tapped); it counts as a decision.
+func (d *Door) Choose(client netip.AddrPort) (string, bool) {
+	n, ok := d.sched.Choose(dispatch.Conn{Client: client})
+	return n.ID, ok
 }
 
 // Addr returns the address the front door listens on while active ("").

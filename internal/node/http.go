@@ -15,6 +15,7 @@ import (
 	"github.com/mure-dev/mure/internal/admission"
 	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/dsc"
 	"github.com/mure-dev/mure/internal/files"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/hostload"
@@ -142,6 +143,8 @@ type DispatchInfo struct {
 	Holder string            `json:"holder"`
 	How    string            `json:"how"`
 	Front  *frontdoor.Status `json:"front,omitempty"`
+	// Single is the single-address agent's counters (that mode only).
+	Single *dsc.Stats `json:"single_address,omitempty"`
 }
 
 // NodeInfo names this node.
@@ -204,6 +207,10 @@ func (n *Node) Status() Status {
 	if n.door != nil {
 		fs := n.door.Status()
 		s.Dispatch.Front = &fs
+	}
+	if n.dsc != nil {
+		ds := n.dsc.Stats()
+		s.Dispatch.Single = &ds
 	}
 	s.Store.Blobs, s.Store.Bytes = n.st.Usage()
 	s.Store.DiskFree, _, _ = n.st.DiskFree()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mure-dev/mure/internal/apps"
 	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/dsc"
 	"github.com/mure-dev/mure/internal/files"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/hostload"
@@ -47,6 +48,7 @@ type Node struct {
 	fast    *files.FastLane
 	peerSrv *http.Server
 	door    *frontdoor.Door
+	dsc     *dsc.Agent // single-address mode
 	// conns counts the client connections open on the main port (direct
 	// and handed over); gossiped as the node's load.
 	conns      atomic.Int64
@@ -216,10 +218,21 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 			n.cl.FSM().Read(func(st *meta.State) { p = meta.ParseConfig(st.Config()).DispatchPolicy })
 			return p
 		}
+		fc.OnRole = func(on bool) {
+			if n.dsc != nil {
+				n.dsc.SetMaster(on)
+			}
+		}
 		if n.door, err = frontdoor.New(fc, n.cl); err != nil {
 			return nil, err
 		}
 		n.reg.MustRegister(n.door)
+		if fc.Mode == frontdoor.ModeSingleAddress {
+			if err := n.startSingleAddress(ctx, fc, key.HandoverKey()); err != nil {
+				return nil, err
+			}
+			closers = append(closers, func() { n.dsc.Close(context.Background()) })
+		}
 		dctx, stop := context.WithCancel(context.Background())
 		n.doorStop = stop
 		n.wg.Go(func() { n.door.Run(dctx) })
@@ -319,6 +332,9 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 		n.files.Close()
 		_ = n.peerSrv.Shutdown(ctx)
+		if n.dsc != nil {
+			n.dsc.Close(ctx)
+		}
 		n.cl.Close()
 		n.st.Close()
 		n.mux.Close()

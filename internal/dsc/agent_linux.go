@@ -1,0 +1,230 @@
+package dsc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config configures a node's single-address agent.
+type Config struct {
+	// Addr is the cluster address and its prefix, put on Iface of every
+	// node; Port the TCP port clients connect to.
+	Addr netip.Prefix
+	Port uint16
+	// Iface is the client-side interface (on a segment where every node
+	// sees every frame).
+	Iface string
+	// MAC is the MAC every node puts on Iface (default: 02: followed by
+	// the cluster address, the same on every node).
+	MAC net.HardwareAddr
+	// Listen is the UDP address this node receives forwarded SYNs on.
+	Listen string
+	// Key signs forwarded SYNs (transport.Key.HandoverKey).
+	Key []byte
+	// Self is this node's ID.
+	Self string
+	// Choose places a new connection (the front door's scheduler).
+	Choose func(client netip.AddrPort) (node string, ok bool)
+	// AgentAddr returns the UDP address of node id's agent.
+	AgentAddr func(id string) (string, bool)
+	// Recognised returns the master this node accepts SYNs from (the
+	// dispatcher role's holder in its view).
+	Recognised func() string
+	Logger     *slog.Logger
+}
+
+// Stats are the agent's counters.
+type Stats struct {
+	Master        bool   `json:"master"`
+	Tapped        uint64 `json:"tapped"`        // client SYNs the master saw
+	Retransmitted uint64 `json:"retransmitted"` // of those, sent where the table said
+	Forwarded     uint64 `json:"forwarded"`     // sent to another node
+	Injected      uint64 `json:"injected"`      // written into this node's TUN
+	Refused       uint64 `json:"refused"`       // forwarded SYNs refused (key, time, master)
+	Unplaced      uint64 `json:"unplaced"`      // SYNs no node could take
+	Errors        uint64 `json:"errors"`        // send or inject failures
+}
+
+// Agent is one node's part of the single-address cluster: the kernel
+// setup, the member side (inject what the master sends) and, while the
+// node holds the dispatcher role, the master side (tap client SYNs and
+// place them).
+type Agent struct {
+	cfg   Config
+	log   *slog.Logger
+	host  hostSetup
+	udp   *net.UDPConn
+	table *SYNTable
+	stats struct {
+		tapped, retrans, forwarded, injected, refused, unplaced, errors atomic.Uint64
+	}
+
+	mu     sync.Mutex
+	master *tap
+	wg     sync.WaitGroup
+}
+
+// Start sets the host up and starts the member side.
+func Start(ctx context.Context, cfg Config) (*Agent, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if !cfg.Addr.Addr().Is4() {
+		return nil, fmt.Errorf("single-address: %s: IPv4 only for now", cfg.Addr)
+	}
+	if cfg.MAC == nil {
+		a := cfg.Addr.Addr().As4()
+		cfg.MAC = net.HardwareAddr{0x02, 0x00, a[0], a[1], a[2], a[3]}
+	}
+	a := &Agent{cfg: cfg, log: cfg.Logger, table: NewSYNTable(30*time.Second, 65536, nil),
+		host: hostSetup{iface: cfg.Iface, addr: cfg.Addr, mac: cfg.MAC}}
+	if err := a.host.setup(ctx); err != nil {
+		return nil, err
+	}
+	laddr, err := net.ResolveUDPAddr("udp", cfg.Listen)
+	if err != nil {
+		a.host.teardown(ctx)
+		return nil, fmt.Errorf("single-address: SYN port %q: %w", cfg.Listen, err)
+	}
+	if a.udp, err = net.ListenUDP("udp", laddr); err != nil {
+		a.host.teardown(ctx)
+		return nil, fmt.Errorf("single-address: SYN port %s: %w", cfg.Listen, err)
+	}
+	a.wg.Go(a.memberLoop)
+	a.log.Info("single-address node ready", "addr", cfg.Addr, "port", cfg.Port, "iface", cfg.Iface, "mac", cfg.MAC, "syn_port", a.udp.LocalAddr())
+	return a, nil
+}
+
+// SetMaster starts or stops the master side (the dispatcher role moved).
+func (a *Agent) SetMaster(on bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case on && a.master == nil:
+		t, err := openTap(a.cfg.Iface, a.cfg.Addr.Addr(), a.cfg.Port)
+		if err != nil {
+			a.log.Error("cannot become the SYN master", "err", err)
+			return
+		}
+		a.master = t
+		a.wg.Go(func() { a.masterLoop(t) })
+		a.log.Info("SYN master on")
+	case !on && a.master != nil:
+		a.master.close()
+		a.master = nil
+		a.log.Info("SYN master off")
+	}
+}
+
+// Close stops both sides and removes the host setup.
+func (a *Agent) Close(ctx context.Context) {
+	a.SetMaster(false)
+	a.udp.Close()
+	a.wg.Wait()
+	a.host.teardown(ctx)
+}
+
+// Stats returns the counters.
+func (a *Agent) Stats() Stats {
+	a.mu.Lock()
+	master := a.master != nil
+	a.mu.Unlock()
+	return Stats{Master: master, Tapped: a.stats.tapped.Load(), Retransmitted: a.stats.retrans.Load(),
+		Forwarded: a.stats.forwarded.Load(), Injected: a.stats.injected.Load(), Refused: a.stats.refused.Load(),
+		Unplaced: a.stats.unplaced.Load(), Errors: a.stats.errors.Load()}
+}
+
+// masterLoop places every client SYN the tap sees.
+func (a *Agent) masterLoop(t *tap) {
+	buf := make([]byte, 2048)
+	for {
+		n, err := t.read(buf)
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				a.log.Error("SYN tap stopped", "err", err)
+			}
+			return
+		}
+		syn, err := ParseFrame(buf[:n])
+		if err != nil {
+			continue // the filter passed something odd: not ours to place
+		}
+		a.stats.tapped.Add(1)
+		a.place(syn)
+	}
+}
+
+// place sends one SYN to its node: the one the table remembers for this
+// client address:port (a retransmission), else the policy's choice.
+func (a *Agent) place(syn SYN) {
+	node, ok := a.table.Lookup(syn.Client)
+	if ok {
+		a.stats.retrans.Add(1)
+	} else if node, ok = a.cfg.Choose(syn.Client); !ok {
+		a.stats.unplaced.Add(1)
+		return
+	}
+	a.table.Remember(syn.Client, node)
+	pkt := append([]byte(nil), syn.Packet...)
+	if node == a.cfg.Self {
+		a.inject(pkt)
+		return
+	}
+	addr, ok := a.cfg.AgentAddr(node)
+	if !ok {
+		a.stats.unplaced.Add(1)
+		return
+	}
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err == nil {
+		_, err = a.udp.WriteToUDP(encodeForward(a.cfg.Key, a.cfg.Self, time.Now(), pkt), ua)
+	}
+	if err != nil {
+		a.stats.errors.Add(1)
+		a.log.Warn("cannot forward a SYN", "node", node, "err", err)
+		return
+	}
+	a.stats.forwarded.Add(1)
+}
+
+// memberLoop injects the SYNs a recognised master forwards.
+func (a *Agent) memberLoop() {
+	buf := make([]byte, 2048)
+	for {
+		n, _, err := a.udp.ReadFromUDP(buf)
+		if err != nil {
+			return // closed
+		}
+		master, pkt, err := decodeForward(a.cfg.Key, buf[:n], time.Now())
+		if err == nil && master != a.cfg.Recognised() {
+			err = fmt.Errorf("forwarded SYN from %s, not the master this node recognises", master)
+		}
+		if err != nil {
+			a.stats.refused.Add(1)
+			a.log.Debug("refused a forwarded SYN", "err", err)
+			continue
+		}
+		a.inject(pkt)
+	}
+}
+
+// inject repairs the checksums (a SYN tapped from a veth may carry a
+// partial, offloaded one, which the kernel would find INVALID) and writes
+// the packet into the TUN device.
+func (a *Agent) inject(pkt []byte) {
+	if err := FixChecksums(pkt); err == nil {
+		err = a.host.inject(pkt)
+		if err == nil {
+			a.stats.injected.Add(1)
+			return
+		}
+	}
+	a.stats.errors.Add(1)
+}
