@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -31,7 +32,9 @@ this machine, a mure node on each server host. Needs root.
   bench [SCENARIO] [bench flags]  run replicated-io (default) or conn-rate
                                from every client host at once
 
-Hosts are s1..sN (servers, 10.77.0.11..) and c1..cM (clients, 10.77.0.101..).`
+Hosts are s1..sN (servers, 10.77.0.11..) and c1..cM (clients, 10.77.0.101..).
+With --hub every host also has eth1 on a hub (10.77.1.0/24): clients at
+10.77.1.101.., servers with no address (their nodes share 10.77.1.10).`
 
 // testbedFlags are the flags of mure testbed.
 type testbedFlags struct {
@@ -57,6 +60,7 @@ func newTestbedFlagSet(stderr io.Writer) (*flag.FlagSet, *testbedFlags) {
 	fs.IntVar(&c.MemoryMB, "memory", 0, "up: each host's memory limit in `MB` (0: none)")
 	fs.IntVar(&c.DataMB, "data-size", 4096, "up: size in `MB` of the tmpfs holding the nodes' data")
 	fs.StringVar(&tf.nodeArgs, "node-args", "", "up: extra `ARGS` of mure serve on every server, space-separated")
+	fs.BoolVar(&c.Hub, "hub", false, "up: add the single-address cluster's client network: eth1 on every host, on a flooding bridge (a hub), on the next /24")
 	fs.BoolVar(&c.Unbalanced, "unbalanced", false, "up: allow CPU quotas above 1.6 cores in all and client links below 1.5× the servers'")
 	fs.StringVar(&c.Subnet, "subnet", testbed.DefaultSubnet, "the hosts' private `/24`")
 	fs.StringVar(&c.Prefix, "prefix", testbed.DefaultPrefix, "`PREFIX` of every name the testbed creates")
@@ -153,14 +157,22 @@ func testbedUp(ctx context.Context, tf *testbedFlags, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "testbed up: %d servers, %d clients; nodes at %s\n", tf.cfg.Servers, tf.cfg.Clients, strings.Join(tb.ServerHTTP(), ","))
+	if tb.Hub != "" {
+		fmt.Fprintf(stdout, "  hub %s on %s: cluster address %s on %s of every server (set by the nodes)\n", tb.Hub, tb.HubSubnet(), tb.ClusterAddr(), testbed.HubDev)
+	}
 	fmt.Fprintf(stdout, "  run a command on a host: mure testbed exec c1 -- mure status --node %s\n", tb.ServerHTTP()[0])
 	fmt.Fprintf(stdout, "  tear down:               mure testbed down\n")
 	return nil
 }
 
 func testbedStatus(tb *testbed.Testbed, stdout io.Writer) error {
+	hubCol := ""
+	if tb.Hub != "" {
+		fmt.Fprintf(stdout, "hub %s on %s (%s of every host); cluster address %s\n\n", tb.Hub, tb.HubSubnet(), testbed.HubDev, tb.ClusterAddr())
+		hubCol = "HUB ADDR\t"
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tADDR\tLINK\tCPU QUOTA\tNODE\tCPU USED\tMEMORY")
+	fmt.Fprintln(tw, "HOST\tADDR\t"+hubCol+"LINK\tCPU QUOTA\tNODE\tCPU USED\tMEMORY")
 	for _, h := range tb.Hosts {
 		node := "-"
 		if h.Server {
@@ -169,8 +181,12 @@ func testbedStatus(tb *testbed.Testbed, stdout io.Writer) error {
 				node += " (down)"
 			}
 		}
+		addr := h.Addr
+		if tb.Hub != "" {
+			addr += "\t" + cmp.Or(h.HubAddr, "(cluster "+tb.ClusterAddr()+")")
+		}
 		u, _ := tb.Usage(h)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%.1f s\t%.1f MB\n", h.Name, h.Addr, h.Link, h.CPU, node, u.CPUSeconds, float64(u.MemoryBytes)/1e6)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%.1f s\t%.1f MB\n", h.Name, addr, h.Link, h.CPU, node, u.CPUSeconds, float64(u.MemoryBytes)/1e6)
 	}
 	return tw.Flush()
 }

@@ -42,6 +42,14 @@ type Config struct {
 	Dir string
 	// DataMB is the size of the tmpfs holding the nodes' data.
 	DataMB int
+	// Hub adds a client network for the single-address cluster (paper
+	// 001's TCP-DSC): a second bridge that floods every frame to every port,
+	// as a hub or a mirrored switch port would, and a second link (eth1) on
+	// every host, on the subnet after Subnet (10.77.0.0/24 → 10.77.1.0/24).
+	// Clients get addresses on it; servers none: their nodes put the shared
+	// cluster address (ClusterAddr) and MAC there. The first bridge still
+	// carries node-to-node and control traffic.
+	Hub bool
 	// Unbalanced lifts the MinClientRatio and MaxTotalCPU checks (for
 	// experiments that want the clients to be the limit).
 	Unbalanced bool
@@ -83,6 +91,11 @@ func (c *Config) Validate() error {
 	p, err := netip.ParsePrefix(c.Subnet)
 	if err != nil || !p.Addr().Is4() || p.Bits() != 24 || !p.Addr().IsPrivate() {
 		return fmt.Errorf("subnet %q: want a private IPv4 /24 such as %s", c.Subnet, DefaultSubnet)
+	}
+	if c.Hub {
+		if _, err := hubSubnet(c.Subnet); err != nil {
+			return err
+		}
 	}
 	sl, err := ParseRate(c.ServerLink)
 	if err != nil {

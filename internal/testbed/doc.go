@@ -9,8 +9,9 @@
 //
 // Everything the testbed creates carries its prefix (default "mure-"):
 // namespaces <prefix><host>, the bridge <prefix>br, the bridge-side veth
-// ends <prefix><host>, cgroups <prefix><host> under the cgroup of the
-// process that made them, and a tmpfs holding the nodes' data under the
+// ends <prefix><host>, with a hub (Config.Hub) the hub bridge <prefix>hub
+// and its veth ends <prefix><host>h, cgroups <prefix><host> under the
+// cgroup of the process that made them, and a tmpfs holding the nodes' data under the
 // state directory. The subnet (default 10.77.0.0/24) has no route, NAT or
 // forwarding to any real interface: hosts have no default route, so they
 // reach only each other and the bridge's own address (.1), from which the

@@ -73,15 +73,29 @@ func addBridge(ctx context.Context, name, subnet string) error {
 // addHost creates namespace ns with a veth link (eth0 inside, veth on the
 // bridge outside), its address, and a token bucket of rate both ways.
 func addHost(ctx context.Context, ns, veth, bridge, addr, rate string) error {
+	if _, err := run(ctx, "ip", "netns", "add", ns); err != nil {
+		return err
+	}
+	if err := addLink(ctx, ns, "eth0", veth, bridge, addr, rate); err != nil {
+		return err
+	}
+	_, err := run(ctx, "ip", "-n", ns, "link", "set", "lo", "up")
+	return err
+}
+
+// addLink gives namespace ns the interface dev, a veth whose peer veth is
+// on bridge, with address addr (none when empty), up, and a token bucket
+// of rate both ways.
+func addLink(ctx context.Context, ns, dev, veth, bridge, addr, rate string) error {
 	steps := [][]string{
-		{"ip", "netns", "add", ns},
-		{"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns},
+		{"ip", "link", "add", veth, "type", "veth", "peer", "name", dev, "netns", ns},
 		{"ip", "link", "set", veth, "master", bridge},
 		{"ip", "link", "set", veth, "up"},
-		{"ip", "-n", ns, "addr", "add", addr + "/24", "dev", "eth0"},
-		{"ip", "-n", ns, "link", "set", "eth0", "up"},
-		{"ip", "-n", ns, "link", "set", "lo", "up"},
 	}
+	if addr != "" {
+		steps = append(steps, []string{"ip", "-n", ns, "addr", "add", addr + "/24", "dev", dev})
+	}
+	steps = append(steps, []string{"ip", "-n", ns, "link", "set", dev, "up"})
 	for _, s := range steps {
 		if _, err := run(ctx, s[0], s[1:]...); err != nil {
 			return err
@@ -90,7 +104,7 @@ func addHost(ctx context.Context, ns, veth, bridge, addr, rate string) error {
 	if err := shape(ctx, "", veth, rate); err != nil {
 		return err
 	}
-	return shape(ctx, ns, "eth0", rate)
+	return shape(ctx, ns, dev, rate)
 }
 
 // shape puts a token bucket of rate on dev's egress (in namespace ns, or

@@ -20,14 +20,18 @@ const (
 
 // Host is one emulated host.
 type Host struct {
-	Name   string  `json:"name"` // s1.., c1..
-	Server bool    `json:"server"`
-	NS     string  `json:"netns"`
-	Veth   string  `json:"veth"` // the bridge-side end of its link
-	Addr   string  `json:"addr"`
-	Link   string  `json:"link"`
-	CPU    float64 `json:"cpu"`
-	Cgroup *Cgroup `json:"cgroup,omitempty"`
+	Name   string `json:"name"` // s1.., c1..
+	Server bool   `json:"server"`
+	NS     string `json:"netns"`
+	Veth   string `json:"veth"` // the bridge-side end of its link
+	Addr   string `json:"addr"`
+	// With a hub: the hub-side end of its second link, and (clients only)
+	// its address there.
+	HubVeth string  `json:"hub_veth,omitempty"`
+	HubAddr string  `json:"hub_addr,omitempty"`
+	Link    string  `json:"link"`
+	CPU     float64 `json:"cpu"`
+	Cgroup  *Cgroup `json:"cgroup,omitempty"`
 	// Servers: the node's process, data directory and log.
 	PID  int    `json:"pid,omitempty"`
 	Data string `json:"data,omitempty"`
@@ -44,6 +48,7 @@ func (h *Host) Peer() string { return h.Addr + ":" + strconv.Itoa(PeerPort) }
 type Testbed struct {
 	Config Config  `json:"config"`
 	Bridge string  `json:"bridge"`
+	Hub    string  `json:"hub,omitempty"`   // the hub bridge (Config.Hub)
 	Mount  string  `json:"mount,omitempty"` // the tmpfs of the nodes' data
 	Hosts  []*Host `json:"hosts"`
 }

@@ -53,6 +53,9 @@ func TestConfigRules(t *testing.T) {
 		{"long prefix", func(c *Config) { c.Prefix = "toolongprefix" }, "at most 7"},
 		{"no servers", func(c *Config) { c.Servers = 0 }, "servers"},
 		{"bad rate", func(c *Config) { c.ServerLink = "fast" }, "server link"},
+		{"hub", func(c *Config) { c.Hub = true }, ""},
+		{"hub after the last /24", func(c *Config) { c.Hub, c.Subnet = true, "10.77.255.0/24" }, "no next /24"},
+		{"hub after the last private /24", func(c *Config) { c.Hub, c.Subnet = true, "172.31.255.0/24" }, "no next /24"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base

@@ -23,10 +23,18 @@ func Up(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	if _, err := os.Stat(statePath(cfg.Dir)); err == nil {
 		return nil, fmt.Errorf("a testbed is already up in %s: `mure testbed down` first", cfg.Dir)
 	}
-	if err := checkSubnetFree(ctx, cfg.Subnet); err != nil {
-		return nil, err
-	}
 	tb = &Testbed{Config: cfg, Bridge: cfg.Prefix + "br"}
+	if cfg.Hub {
+		tb.Hub = cfg.Prefix + "hub"
+	}
+	for _, sub := range []string{cfg.Subnet, tb.HubSubnet()} {
+		if sub == "" {
+			continue
+		}
+		if err := checkSubnetFree(ctx, sub); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("testbed directory: %w", err)
 	}
@@ -42,6 +50,9 @@ func Up(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 		return tb, err
 	}
 	if err := addBridge(ctx, tb.Bridge, cfg.Subnet); err != nil {
+		return tb, err
+	}
+	if err := tb.addHub(ctx); err != nil {
 		return tb, err
 	}
 	for i := range cfg.Servers {
@@ -84,12 +95,23 @@ func (tb *Testbed) addHost(ctx context.Context, server bool, i int) error {
 	}
 	h := &Host{Name: name, Server: server, NS: tb.Config.Prefix + name, Veth: tb.Config.Prefix + name,
 		Addr: hostAddr(tb.Config.Subnet, server, i), Link: link, CPU: cpu}
+	if tb.Hub != "" {
+		h.HubVeth = h.Veth + "h"
+		if !server {
+			h.HubAddr = hostAddr(tb.HubSubnet(), false, i)
+		}
+	}
 	tb.Hosts = append(tb.Hosts, h)
 	if err := tb.save(); err != nil {
 		return err
 	}
 	if err := addHost(ctx, h.NS, h.Veth, tb.Bridge, h.Addr, link); err != nil {
 		return fmt.Errorf("host %s: %w", name, err)
+	}
+	if h.HubVeth != "" {
+		if err := tb.addHubLink(ctx, h); err != nil {
+			return fmt.Errorf("host %s: hub link: %w", name, err)
+		}
 	}
 	cg, err := newCgroup(h.NS, cpu, tb.Config.MemoryMB)
 	if err != nil {
@@ -114,15 +136,23 @@ func (tb *Testbed) Down(ctx context.Context) error {
 	for _, h := range tb.Hosts {
 		// the link first: a namespace's devices go only when the kernel
 		// gets round to destroying it, after this returns
-		if _, err := run(ctx, "ip", "link", "del", h.Veth); err != nil && linkExists(ctx, h.Veth) {
-			errs = append(errs, err)
+		for _, l := range []string{h.Veth, h.HubVeth} {
+			if l == "" {
+				continue
+			}
+			if _, err := run(ctx, "ip", "link", "del", l); err != nil && linkExists(ctx, l) {
+				errs = append(errs, err)
+			}
 		}
 		if _, err := run(ctx, "ip", "netns", "del", h.NS); err != nil && nsExists(ctx, h.NS) {
 			errs = append(errs, err)
 		}
 	}
-	if tb.Bridge != "" {
-		if _, err := run(ctx, "ip", "link", "del", tb.Bridge); err != nil && linkExists(ctx, tb.Bridge) {
+	for _, br := range []string{tb.Bridge, tb.Hub} {
+		if br == "" {
+			continue
+		}
+		if _, err := run(ctx, "ip", "link", "del", br); err != nil && linkExists(ctx, br) {
 			errs = append(errs, err)
 		}
 	}
