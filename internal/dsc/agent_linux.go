@@ -164,6 +164,14 @@ func (a *Agent) masterLoop(t *tap) {
 // place sends one SYN to its node: the one the table remembers for this
 // client address:port (a retransmission), else the policy's choice.
 func (a *Agent) place(syn SYN) {
+	// Fencing: a master that was paused (SIGSTOP) and resumes finds the
+	// SYNs it buffered meanwhile; if a successor has taken over it places
+	// none of them (the members would refuse them anyway; this covers its
+	// own TUN too).
+	if a.cfg.Recognised() != a.cfg.Self {
+		a.stats.refused.Add(1)
+		return
+	}
 	node, ok := a.table.Lookup(syn.Client)
 	if ok {
 		a.stats.retrans.Add(1)
