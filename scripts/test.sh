@@ -10,8 +10,10 @@ command -v git >/dev/null || need+=(git)
 # the emulated-host testbed's test (runs as root): namespaces, tc, nsenter
 command -v ip >/dev/null || need+=(iproute2)
 command -v nsenter >/dev/null || need+=(util-linux)
-# the front door's virtual IP on the testbed: gratuitous ARP
+# the front door's virtual IP on the testbed: gratuitous ARP; the
+# single-address mode's filter rules
 command -v arping >/dev/null || need+=(arping)
+command -v iptables >/dev/null || need+=(iptables)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
