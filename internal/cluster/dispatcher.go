@@ -18,6 +18,9 @@ const (
 	// Timing.DispatchFallback (no quorum): the live member with the lowest
 	// ID in this node's gossip view holds the role.
 	DispatchLowestAlive = "lowest-alive"
+	// DispatchNone: no raft leader for less than Timing.DispatchFallback
+	// and no previous holder that answers: nobody holds the role yet.
+	DispatchNone = "none"
 )
 
 // dispatchState remembers what the role rule needs across calls.
@@ -83,8 +86,14 @@ func (c *Cluster) Dispatcher() (id, how string) {
 	if d.leaderlessSince.IsZero() {
 		d.leaderlessSince = now
 	}
-	if d.lastByRaft && answering(d.last) && now.Sub(d.leaderlessSince) < c.cfg.Timing.DispatchFallback {
-		return d.last, DispatchPrevious
+	if now.Sub(d.leaderlessSince) < c.cfg.Timing.DispatchFallback {
+		if d.lastByRaft && answering(d.last) {
+			return d.last, DispatchPrevious
+		}
+		// No holder yet rather than a guess: a node that has just started
+		// (or lost its leader) and sees only part of the cluster would
+		// otherwise name itself, and two SYN masters are not harmless.
+		return "", DispatchNone
 	}
 	lowest := c.cfg.NodeID
 	for id, p := range view {

@@ -52,13 +52,19 @@ func TestSingleAddress(t *testing.T) {
 	if got := tb.ClusterAddr(); got != cip {
 		t.Fatalf("cluster address %s, want %s", got, cip)
 	}
-	waitFor(t, "a SYN master", func() bool {
+	waitFor(t, "one SYN master that every node recognises", func() bool {
+		masters, holders := 0, map[string]bool{}
 		for _, h := range tb.Servers() {
-			if st, err := singleStatus(ctx, h); err == nil && st.Master {
-				return true
+			st, err := singleStatus(ctx, h)
+			if err != nil {
+				return false
 			}
+			if st.Master {
+				masters++
+			}
+			holders[st.holder] = true
 		}
-		return false
+		return masters == 1 && len(holders) == 1 && !holders[""]
 	})
 
 	// 15 new connections from each client host, one after the other.
@@ -230,6 +236,7 @@ func untilConnects(t *testing.T, ctx context.Context, tb *Testbed, client *Host,
 }
 
 type singleStats struct {
+	holder   string // the dispatcher role's holder in the node's view
 	Master   bool   `json:"master"`
 	Injected uint64 `json:"injected"`
 	Tapped   uint64 `json:"tapped"`
@@ -240,6 +247,7 @@ type singleStats struct {
 func singleStatus(ctx context.Context, h *Host) (singleStats, error) {
 	var st struct {
 		Dispatch struct {
+			Holder string       `json:"holder"`
 			Single *singleStats `json:"single_address"`
 		} `json:"dispatch"`
 	}
@@ -252,5 +260,7 @@ func singleStatus(ctx context.Context, h *Host) (singleStats, error) {
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.Dispatch.Single == nil {
 		return singleStats{}, fmt.Errorf("status of %s: no single-address counters (%v)", h.Name, err)
 	}
-	return *st.Dispatch.Single, nil
+	s := *st.Dispatch.Single
+	s.holder = st.Dispatch.Holder
+	return s, nil
 }
