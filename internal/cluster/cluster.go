@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -60,8 +61,9 @@ type Cluster struct {
 	leader   leaderState
 	dispatch dispatchState
 
-	loadMu sync.Mutex
-	load   *Load
+	loadMu  sync.Mutex
+	load    *Load
+	leaving atomic.Bool // Leave was called: gossip nothing more
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

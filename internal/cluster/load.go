@@ -45,6 +45,11 @@ func (c *Cluster) loadLoop(ctx context.Context) {
 			c.loadMu.Unlock()
 			// UpdateNode asks the delegate for the metadata again and
 			// gossips it; it waits for the broadcast at most this long.
+			// Never after Leave: the alive message it sends would bring
+			// the node back to life in the others' views.
+			if c.leaving.Load() {
+				return
+			}
 			if err := c.gossip.list.UpdateNode(c.cfg.Timing.LoadInterval); err != nil && ctx.Err() == nil {
 				c.log.Debug("gossip load figures", "err", err)
 			}

@@ -97,6 +97,7 @@ func (c *Cluster) Leave(ctx context.Context) error {
 			return fmt.Errorf("leave: %w", err)
 		}
 	}
+	c.leaving.Store(true)
 	return c.gossip.list.Leave(5 * time.Second)
 }
 
