@@ -50,7 +50,11 @@ type Stats struct {
 	Refused       uint64 `json:"refused"`       // forwarded SYNs refused (key, time, master)
 	Unplaced      uint64 `json:"unplaced"`      // SYNs no node could take
 	Errors        uint64 `json:"errors"`        // send or inject failures
+	Stale         uint64 `json:"stale"`         // SYNs that waited > 1 s in the tap (a paused master): dropped
 }
+
+// staleSYN is how long a tapped SYN may have waited before it is placed.
+const staleSYN = time.Second
 
 // Agent is one node's part of the single-address cluster: the kernel
 // setup, the member side (inject what the master sends) and, while the
@@ -63,7 +67,7 @@ type Agent struct {
 	udp   *net.UDPConn
 	table *SYNTable
 	stats struct {
-		tapped, retrans, forwarded, injected, refused, unplaced, errors atomic.Uint64
+		tapped, retrans, forwarded, injected, refused, unplaced, errors, stale atomic.Uint64
 	}
 
 	mu     sync.Mutex
@@ -138,14 +142,14 @@ func (a *Agent) Stats() Stats {
 	a.mu.Unlock()
 	return Stats{Master: master, Tapped: a.stats.tapped.Load(), Retransmitted: a.stats.retrans.Load(),
 		Forwarded: a.stats.forwarded.Load(), Injected: a.stats.injected.Load(), Refused: a.stats.refused.Load(),
-		Unplaced: a.stats.unplaced.Load(), Errors: a.stats.errors.Load()}
+		Unplaced: a.stats.unplaced.Load(), Errors: a.stats.errors.Load(), Stale: a.stats.stale.Load()}
 }
 
 // masterLoop places every client SYN the tap sees.
 func (a *Agent) masterLoop(t *tap) {
 	buf := make([]byte, 2048)
 	for {
-		n, err := t.read(buf)
+		n, at, err := t.read(buf)
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				a.log.Error("SYN tap stopped", "err", err)
@@ -157,6 +161,13 @@ func (a *Agent) masterLoop(t *tap) {
 			continue // the filter passed something odd: not ours to place
 		}
 		a.stats.tapped.Add(1)
+		// A SYN that waited longer than a client's first retransmission
+		// timeout (1 s) was buffered while this master was paused: the
+		// client has sent it again since, to whoever is master now.
+		if time.Since(at) > staleSYN {
+			a.stats.stale.Add(1)
+			continue
+		}
 		a.place(syn)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,6 +47,12 @@ func openTap(iface string, dst netip.Addr, port uint16) (*tap, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("single-address tap: bind to %s: %w", iface, err)
 	}
+	// The kernel stamps each frame with its arrival time, so that a master
+	// that was paused can tell the SYNs that waited in its socket.
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("single-address tap: %w", err)
+	}
 	// A receive timeout lets the reading loop notice close.
 	tv := unix.NsecToTimeval((200 * time.Millisecond).Nanoseconds())
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
@@ -55,24 +62,40 @@ func openTap(iface string, dst netip.Addr, port uint16) (*tap, error) {
 	return &tap{fd: fd}, nil
 }
 
-// read returns the next frame into buf, or net.ErrClosed once close was
-// called (the reading goroutine closes the socket itself, so that its
-// number is never reused under a read in progress).
-func (t *tap) read(buf []byte) (int, error) {
+// read returns the next frame into buf and when the kernel received it,
+// or net.ErrClosed once close was called (the reading goroutine closes the
+// socket itself, so that its number is never reused under a read in
+// progress).
+func (t *tap) read(buf []byte) (int, time.Time, error) {
+	var oob [64]byte
 	for {
 		if t.closed.Load() {
 			unix.Close(t.fd)
-			return 0, net.ErrClosed
+			return 0, time.Time{}, net.ErrClosed
 		}
-		n, _, err := unix.Recvfrom(t.fd, buf, 0)
+		n, oobn, _, _, err := unix.Recvmsg(t.fd, buf, oob[:], 0)
 		switch err {
 		case nil:
-			return n, nil
+			return n, arrival(oob[:oobn]), nil
 		case unix.EAGAIN, unix.EINTR:
 			continue
 		}
-		return 0, fmt.Errorf("single-address tap: read: %w", err)
+		return 0, time.Time{}, fmt.Errorf("single-address tap: read: %w", err)
 	}
+}
+
+// arrival reads the SO_TIMESTAMPNS control message (now if absent).
+func arrival(oob []byte) time.Time {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err == nil {
+		for _, m := range msgs {
+			if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= 16 {
+				ts := *(*unix.Timespec)(unsafe.Pointer(&m.Data[0]))
+				return time.Unix(ts.Unix())
+			}
+		}
+	}
+	return time.Now()
 }
 
 // close makes the reading loop stop (within the receive timeout) and

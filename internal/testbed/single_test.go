@@ -118,21 +118,74 @@ func TestSingleAddress(t *testing.T) {
 	// their path); the dead node's own breaks; new connections work again
 	// once another node is the master.
 	size := putEverywhere(t, ctx, tb, 16<<20)
-	var master *Host
-	for _, h := range tb.Servers() {
-		if st, _ := singleStatus(ctx, h); st.Master {
-			master = h
-		}
-	}
 	client := tb.Clients()[0]
-	report := filepath.Join(t.TempDir(), "big.json")
-	dl := tb.Command(ctx, client, cfg.Binary, "bench", "conn-rate", "--url", "http://"+cip+":8080/files/single/big",
-		"--node", tb.ServerHTTP()[0], "--clients", "3", "--count", "3", "--duration", "0", "--length", fmt.Sprint(size),
-		"--timeout", "8s", "--json", report)
+
+	// The master is paused (SIGSTOP) during three transfers until another
+	// node has taken over and placed new connections, then resumed: no
+	// connection breaks (the paused node's own transfer stalls and goes
+	// on), and the SYNs that waited in its tap are not placed again.
+	paused := masterHost(ctx, t, tb)
+	big := "http://" + cip + ":8080/files/single/big"
+	transfers := func(report string, timeout string) *exec.Cmd {
+		return tb.Command(ctx, client, cfg.Binary, "bench", "conn-rate", "--url", big,
+			"--node", tb.ServerHTTP()[0], "--clients", "3", "--count", "3", "--duration", "0", "--length", fmt.Sprint(size),
+			"--timeout", timeout, "--json", report)
+	}
+	pauseReport := filepath.Join(t.TempDir(), "pause.json")
+	dl := transfers(pauseReport, "30s")
+	before := injectedTotal(ctx, t, tb)
 	if err := dl.Start(); err != nil {
 		t.Fatal(err)
 	}
-	before := injectedTotal(ctx, t, tb)
+	waitFor(t, "the three transfers to be placed", func() bool { return injectedTotal(ctx, t, tb) >= before+3 })
+	if err := tb.Signal(paused, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	var successor *Host
+	waitFor(t, "a successor master", func() bool {
+		for _, h := range tb.Servers() {
+			if h != paused {
+				if st, err := singleStatus(ctx, h); err == nil && st.Master {
+					successor = h
+					return true
+				}
+			}
+		}
+		return false
+	})
+	takeover := time.Since(stopped)
+	other := tb.Clients()[1]
+	newConns := filepath.Join(t.TempDir(), "during.json")
+	if out, err := tb.Command(ctx, other, cfg.Binary, "bench", "conn-rate", "--url", "http://"+cip+":8080/healthz",
+		"--node", successor.HTTP(), "--clients", "1", "--count", "15", "--duration", "0", "--timeout", "5s", "--json", newConns).CombinedOutput(); err != nil {
+		t.Fatalf("new connections during the pause: %v\n%s", err, out)
+	}
+	if r := readConnReport(t, newConns); r.Errors != 0 || r.Requests != 15 {
+		t.Fatalf("new connections during the pause: %+v", r)
+	}
+	if err := tb.Signal(paused, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the resumed node to give the master role up", func() bool {
+		st, err := singleStatus(ctx, paused)
+		return err == nil && !st.Master
+	})
+	dl.Wait()
+	if r := readConnReport(t, pauseReport); r.Errors != 0 || r.Requests != 3 {
+		t.Fatalf("transfers across the pause: %+v; want all 3 intact", r)
+	}
+	st, _ := singleStatus(ctx, paused)
+	t.Logf("master %s paused: %s took over after %v; 15 new connections answered meanwhile; after SIGCONT all 3 transfers finished intact; SYNs the paused master found waiting and dropped: %d",
+		paused.Name, successor.Name, takeover.Round(time.Millisecond), st.Stale)
+
+	master := masterHost(ctx, t, tb)
+	report := filepath.Join(t.TempDir(), "big.json")
+	dl = transfers(report, "8s")
+	before = injectedTotal(ctx, t, tb)
+	if err := dl.Start(); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "the three transfers to be placed", func() bool { return injectedTotal(ctx, t, tb) >= before+3 })
 	if err := tb.Signal(master, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -140,17 +193,7 @@ func TestSingleAddress(t *testing.T) {
 	killed := time.Now()
 	window := untilConnects(t, ctx, tb, client, cfg.Binary, "http://"+cip+":8080/healthz")
 	dl.Wait()
-	var rep struct {
-		Groups []struct {
-			Requests, Errors int64
-			ErrorKinds       map[string]int64 `json:"error_kinds"`
-		} `json:"groups"`
-	}
-	b, _ := os.ReadFile(report)
-	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Groups) != 1 {
-		t.Fatalf("transfers report: %v", err)
-	}
-	g := rep.Groups[0]
+	g := readConnReport(t, report)
 	if g.Requests-g.Errors < 2 || g.Errors > 1 {
 		t.Fatalf("transfers while the master died: %d, %d failed %v; want the 2 on other nodes intact", g.Requests, g.Errors, g.ErrorKinds)
 	}
@@ -241,6 +284,7 @@ type singleStats struct {
 	Injected uint64 `json:"injected"`
 	Tapped   uint64 `json:"tapped"`
 	Refused  uint64 `json:"refused"`
+	Stale    uint64 `json:"stale"`
 }
 
 // singleStatus asks the node of h for its single-address counters.
@@ -263,4 +307,44 @@ func singleStatus(ctx context.Context, h *Host) (singleStats, error) {
 	s := *st.Dispatch.Single
 	s.holder = st.Dispatch.Holder
 	return s, nil
+}
+
+// connReport is what these tests read of a conn-rate JSON report.
+type connReport struct {
+	Requests, Errors int64
+	ErrorKinds       map[string]int64 `json:"error_kinds"`
+}
+
+func readConnReport(t *testing.T, file string) connReport {
+	t.Helper()
+	var rep struct {
+		Groups []connReport `json:"groups"`
+	}
+	b, err := os.ReadFile(file)
+	if err == nil {
+		err = json.Unmarshal(b, &rep)
+	}
+	if err != nil || len(rep.Groups) != 1 {
+		t.Fatalf("report %s: %v", file, err)
+	}
+	return rep.Groups[0]
+}
+
+// masterHost waits until exactly one server is the SYN master and returns it.
+func masterHost(ctx context.Context, t *testing.T, tb *Testbed) *Host {
+	t.Helper()
+	var m *Host
+	waitFor(t, "one SYN master", func() bool {
+		m = nil
+		for _, h := range tb.Servers() {
+			if st, err := singleStatus(ctx, h); err == nil && st.Master {
+				if m != nil {
+					return false
+				}
+				m = h
+			}
+		}
+		return m != nil
+	})
+	return m
 }
