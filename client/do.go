@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/mure-dev/mure/internal/pause"
 )
 
 // retryPolicy says what may be retried after the request may have been sent.
@@ -72,7 +74,7 @@ func (c *Client) do(ctx context.Context, cl *call) (*http.Response, error) {
 		if i > 0 {
 			// Back off a little: the usual cause is a node that just died
 			// and that the cluster has not yet noticed.
-			if err := sleep(ctx, min(50*time.Millisecond<<(i-1), time.Second)); err != nil {
+			if err := pause.For(ctx, min(50*time.Millisecond<<(i-1), time.Second)); err != nil {
 				return nil, fail(err)
 			}
 		}
@@ -103,7 +105,7 @@ func (c *Client) do(ctx context.Context, cl *call) (*http.Response, error) {
 			if cl.policy == idempotent || hasRA {
 				lastErr = readAPIError(resp)
 				c.log.Debug("mure client: unavailable, retrying", "method", cl.method, "path", cl.path, "node", node, "err", lastErr)
-				if err := sleep(ctx, min(ra, time.Second)); err != nil {
+				if err := pause.For(ctx, min(ra, time.Second)); err != nil {
 					return nil, fail(err)
 				}
 				continue
@@ -229,20 +231,6 @@ func retryAfter(h http.Header) (time.Duration, bool) {
 		return max(time.Until(t), 0), true
 	}
 	return 0, true
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // drain discards a little of the body so the connection can be reused.

@@ -192,29 +192,47 @@ func frontArgs(front, mode string) []string {
 	return []string{"--front", front, "--front-mode", mode, "--front-policy", "round-robin"}
 }
 
+// failover is what killHolderDuring leaves for a test to check.
+type failover struct {
+	c         *testcluster.ProcCluster
+	front     string
+	holderID  string
+	downloads []*slowDownload
+	want      [32]byte
+	window    time.Duration
+}
+
+// killHolderDuring starts 3 node processes with a front door in mode,
+// starts k slow 12 MiB downloads through it, kills the holder's node once
+// all have begun, and returns when the downloads are over, with how long
+// new connections failed.
+func killHolderDuring(t *testing.T, mode string, k int) failover {
+	t.Helper()
+	front := frontAddr(t)
+	c := testcluster.StartProc(t, 3, frontArgs(front, mode)...)
+	body := randomBytes(12<<20, uint64(k))
+	putEverywhere(t, c, "fd/big", body)
+	h := procHolder(t, c)
+	r := failover{c: c, front: front, holderID: c.ID(h), want: sha256.Sum256(body)}
+	var wg *sync.WaitGroup
+	r.downloads, wg = startSlowDownloads(ctxT(t), front, "/files/fd/big", k, mode == "redirect")
+	for _, d := range r.downloads {
+		<-d.started
+	}
+	killed := time.Now()
+	c.Kill(h)
+	r.window = measureWindow(t, front, killed)
+	wg.Wait()
+	return r
+}
+
 // TestProcFrontDoorFailoverRedirect: the dispatcher's node is killed while
 // transfers it handed over by redirect are running: those on other nodes
 // finish intact; new connections fail only until another node opens the
 // front door (the window is printed).
 func TestProcFrontDoorFailoverRedirect(t *testing.T) {
-	front := frontAddr(t)
-	c := testcluster.StartProc(t, 3, frontArgs(front, "redirect")...)
-	body := randomBytes(12<<20, 1)
-	putEverywhere(t, c, "fd/big", body)
-	h := procHolder(t, c)
-	holderID := c.ID(h)
-
-	ctx := ctxT(t)
-	downloads, wg := startSlowDownloads(ctx, front, "/files/fd/big", 6, true)
-	for _, d := range downloads {
-		<-d.started
-	}
-	killed := time.Now()
-	c.Kill(h)
-	window := measureWindow(t, front, killed)
-	wg.Wait()
-
-	want := sha256.Sum256(body)
+	r := killHolderDuring(t, "redirect", 6)
+	c, downloads, holderID, want, window := r.c, r.downloads, r.holderID, r.want, r.window
 	intact, onHolder := 0, 0
 	for _, d := range downloads {
 		if d.node == holderID {
@@ -222,7 +240,7 @@ func TestProcFrontDoorFailoverRedirect(t *testing.T) {
 			continue
 		}
 		if d.err != nil || d.sum != want {
-			t.Errorf("a transfer handed over to %s before the dispatcher died broke: %v (%d of %d bytes)", d.node, d.err, d.n, len(body))
+			t.Errorf("a transfer handed over to %s before the dispatcher died broke: %v (%d bytes)", d.node, d.err, d.n)
 			continue
 		}
 		intact++
@@ -244,22 +262,8 @@ func TestProcFrontDoorFailoverRedirect(t *testing.T) {
 // the window of failed new connections are printed; after the takeover
 // relayed transfers work again.
 func TestProcFrontDoorFailoverProxy(t *testing.T) {
-	front := frontAddr(t)
-	c := testcluster.StartProc(t, 3, frontArgs(front, "proxy")...)
-	body := randomBytes(12<<20, 2)
-	putEverywhere(t, c, "fd/big", body)
-	h := procHolder(t, c)
-
-	ctx := ctxT(t)
-	downloads, wg := startSlowDownloads(ctx, front, "/files/fd/big", 4, false)
-	for _, d := range downloads {
-		<-d.started
-	}
-	killed := time.Now()
-	c.Kill(h)
-	window := measureWindow(t, front, killed)
-	wg.Wait()
-	want := sha256.Sum256(body)
+	r := killHolderDuring(t, "proxy", 4)
+	c, downloads, want, window, front, ctx := r.c, r.downloads, r.want, r.window, r.front, ctxT(t)
 	broken := 0
 	for _, d := range downloads {
 		if d.err != nil || d.sum != want {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/mure-dev/mure/internal/pause"
 )
 
 // DefaultConnClients is conn-rate's default number of logical clients:
@@ -33,7 +35,7 @@ func RunConnRate(ctx context.Context, p Params) (*Report, error) {
 	defer f.close()
 	rep := newConnReport(&p)
 	g := newConnGroup(&p)
-	if err := sleepUntil(ctx, p.StartAt); err != nil {
+	if err := pause.Until(ctx, p.StartAt); err != nil {
 		return rep, err
 	}
 	for r := range p.Reps {

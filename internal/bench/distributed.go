@@ -197,19 +197,3 @@ func ServeJob(ctx context.Context, r io.Reader, w io.Writer) error {
 	}
 	return json.NewEncoder(w).Encode(rep)
 }
-
-// sleepUntil waits until t (now when t is zero or past).
-func sleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if t.IsZero() || d <= 0 {
-		return nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
-}

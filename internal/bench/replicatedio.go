@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mure-dev/mure/client"
+	"github.com/mure-dev/mure/internal/pause"
 )
 
 // Defaults of replicated-io: the paper's 20 client machines and sets of 50
@@ -69,7 +70,7 @@ func RunReplicatedIO(ctx context.Context, p Params) (*Report, error) {
 			if p.Phase == "setup" {
 				continue
 			}
-			if err := sleepUntil(ctx, p.StartAt); err != nil {
+			if err := pause.Until(ctx, p.StartAt); err != nil {
 				return rep, err
 			}
 			for _, op := range p.Ops {

@@ -6,55 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 )
-
-// Config configures a node's single-address agent.
-type Config struct {
-	// Addr is the cluster address and its prefix, put on Iface of every
-	// node; Port the TCP port clients connect to.
-	Addr netip.Prefix
-	Port uint16
-	// Iface is the client-side interface (on a segment where every node
-	// sees every frame).
-	Iface string
-	// MAC is the MAC every node puts on Iface (default: 02: followed by
-	// the cluster address, the same on every node).
-	MAC net.HardwareAddr
-	// Listen is the UDP address this node receives forwarded SYNs on.
-	Listen string
-	// Key signs forwarded SYNs (transport.Key.HandoverKey).
-	Key []byte
-	// Self is this node's ID.
-	Self string
-	// Choose places a new connection (the front door's scheduler).
-	Choose func(client netip.AddrPort) (node string, ok bool)
-	// AgentAddr returns the UDP address of node id's agent.
-	AgentAddr func(id string) (string, bool)
-	// Recognised returns the master this node accepts SYNs from (the
-	// dispatcher role's holder in its view).
-	Recognised func() string
-	Logger     *slog.Logger
-}
-
-// Stats are the agent's counters.
-type Stats struct {
-	Master        bool   `json:"master"`
-	Tapped        uint64 `json:"tapped"`        // client SYNs the master saw
-	Retransmitted uint64 `json:"retransmitted"` // of those, sent where the table said
-	Forwarded     uint64 `json:"forwarded"`     // sent to another node
-	Injected      uint64 `json:"injected"`      // written into this node's TUN
-	Refused       uint64 `json:"refused"`       // forwarded SYNs refused (key, time, master)
-	Unplaced      uint64 `json:"unplaced"`      // SYNs no node could take
-	Errors        uint64 `json:"errors"`        // send or inject failures
-	Stale         uint64 `json:"stale"`         // SYNs that waited > 1 s in the tap (a paused master): dropped
-}
-
-// staleSYN is how long a tapped SYN may have waited before it is placed.
-const staleSYN = time.Second
 
 // Agent is one node's part of the single-address cluster: the kernel
 // setup, the member side (inject what the master sends) and, while the
@@ -72,7 +27,39 @@ type Agent struct {
 
 	mu     sync.Mutex
 	master *tap
+	peers  map[string]*net.UDPAddr // node → its agent, resolved once (per-SYN path)
 	wg     sync.WaitGroup
+}
+
+// peer returns node's agent address, asking the cluster only the first
+// time: a SYN's path should not walk the membership.
+func (a *Agent) peer(node string) (*net.UDPAddr, bool) {
+	a.mu.Lock()
+	ua, ok := a.peers[node]
+	a.mu.Unlock()
+	if ok {
+		return ua, true
+	}
+	addr, ok := a.cfg.AgentAddr(node)
+	if !ok {
+		return nil, false
+	}
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, false
+	}
+	a.mu.Lock()
+	a.peers[node] = ua
+	a.mu.Unlock()
+	return ua, true
+}
+
+// forget drops a cached address after a failed send (the node may have
+// come back elsewhere).
+func (a *Agent) forget(node string) {
+	a.mu.Lock()
+	delete(a.peers, node)
+	a.mu.Unlock()
 }
 
 // Start sets the host up and starts the member side.
@@ -87,7 +74,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		a := cfg.Addr.Addr().As4()
 		cfg.MAC = net.HardwareAddr{0x02, 0x00, a[0], a[1], a[2], a[3]}
 	}
-	a := &Agent{cfg: cfg, log: cfg.Logger, table: NewSYNTable(30*time.Second, 65536, nil),
+	a := &Agent{cfg: cfg, log: cfg.Logger, table: NewSYNTable(30*time.Second, 65536, nil), peers: map[string]*net.UDPAddr{},
 		host: hostSetup{iface: cfg.Iface, addr: cfg.Addr, mac: cfg.MAC}}
 	if err := a.host.setup(ctx); err != nil {
 		return nil, err
@@ -196,16 +183,13 @@ func (a *Agent) place(syn SYN) {
 		a.inject(pkt)
 		return
 	}
-	addr, ok := a.cfg.AgentAddr(node)
+	ua, ok := a.peer(node)
 	if !ok {
 		a.stats.unplaced.Add(1)
 		return
 	}
-	ua, err := net.ResolveUDPAddr("udp", addr)
-	if err == nil {
-		_, err = a.udp.WriteToUDP(encodeForward(a.cfg.Key, a.cfg.Self, time.Now(), pkt), ua)
-	}
-	if err != nil {
+	if _, err := a.udp.WriteToUDP(encodeForward(a.cfg.Key, a.cfg.Self, time.Now(), pkt), ua); err != nil {
+		a.forget(node)
 		a.stats.errors.Add(1)
 		a.log.Warn("cannot forward a SYN", "node", node, "err", err)
 		return

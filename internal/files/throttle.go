@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/mure-dev/mure/internal/pause"
 )
 
 // Bounds of the throttle's bucket. The bucket holds an eighth of a
@@ -36,12 +38,12 @@ type throttle struct {
 	tokens float64   // balance in bytes; negative: reserved ahead
 	last   time.Time // when tokens was brought up to date
 
-	// now and sleep are the clock (time.Now and sleepCtx but in tests).
+	// now and sleep are the clock (time.Now and pause.For but in tests).
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
-func newThrottle() *throttle { return &throttle{now: time.Now, sleep: sleepCtx} }
+func newThrottle() *throttle { return &throttle{now: time.Now, sleep: pause.For} }
 
 // burstFor is the bucket size for a rate.
 func burstFor(rate float64) float64 { return min(max(rate/8, minBurst), maxBurst) }
@@ -130,17 +132,6 @@ func (t *throttle) wait(ctx context.Context, n int64) (time.Duration, error) {
 		n -= c
 	}
 	return slept, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // throttledReader passes a fetch's body through the node's throttle,

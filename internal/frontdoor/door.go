@@ -205,7 +205,11 @@ func (d *Door) tick() {
 	d.holder, d.how = holder, how
 	active := d.active
 	d.mu.Unlock()
-	d.feed()
+	if self {
+		// Only the holder's scheduler places connections: the others do
+		// not walk the membership every Poll.
+		d.feed()
+	}
 	d.followPolicy()
 	switch {
 	case self && active:

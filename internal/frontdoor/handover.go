@@ -188,11 +188,8 @@ func (c *handoverConn) check() {
 }
 
 func (c *handoverConn) reject(err error) {
-	msg := "this connection was handed over by a front door this node does not accept (" + err.Error() + "); reconnect to the cluster's address"
-	body := `{"error":` + strconv.Quote(msg) + `,"code":"misdirected"}` + "\n"
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = io.WriteString(c.Conn, "HTTP/1.1 421 Misdirected Request\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: "+
-		strconv.Itoa(len(body))+"\r\n\r\n"+body)
+	writeRaw(c.Conn, 421, "Misdirected Request", "misdirected",
+		"this connection was handed over by a front door this node does not accept ("+err.Error()+"); reconnect to the cluster's address")
 	c.err = err
 	if c.l.rejected != nil {
 		c.l.rejected(reasonOf(err))

@@ -103,10 +103,15 @@ func (c *limitedConn) CloseWrite() error {
 // zero value when it is not TCP).
 func clientAddr(c net.Conn) netip.AddrPort {
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		ap := a.AddrPort()
-		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		return unmapped(a.AddrPort())
 	}
 	return netip.AddrPort{}
+}
+
+// unmapped turns an IPv4-mapped IPv6 address back into IPv4, so that one
+// client has one key whichever socket family saw it.
+func unmapped(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
 // refuse answers a connection with a 503 in JSON and closes it.

@@ -27,7 +27,8 @@ type Status struct {
 	// Decisions counts the connections each policy, the affinity table and
 	// "none" (no node) accounted for, since this node started.
 	Decisions map[string]uint64 `json:"decisions"`
-	// Nodes are the figures the policy sees (with its own assignments).
+	// Nodes are the figures the policy sees (with its own assignments);
+	// kept up to date only while this node holds the role.
 	Nodes    []dispatch.NodeLoad `json:"nodes"`
 	Open     int                 `json:"open_connections"`
 	Accepted int64               `json:"accepted"`
@@ -107,8 +108,5 @@ func (d *Door) Collect(ch chan<- prometheus.Metric) {
 // netipAddrPort parses a request's RemoteAddr.
 func netipAddrPort(s string) (netip.AddrPort, error) {
 	ap, err := netip.ParseAddrPort(s)
-	if err != nil {
-		return ap, err
-	}
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+	return unmapped(ap), err
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mure-dev/mure/internal/pause"
 )
 
 // ScrubPace bounds the disk bandwidth of one Scrub pass.
@@ -107,17 +109,5 @@ func (p *pacer) wait(ctx context.Context, n int64) error {
 	if p.rate <= 0 {
 		return ctx.Err()
 	}
-	due := p.start.Add(time.Duration(float64(p.done) / p.rate * float64(time.Second)))
-	d := time.Until(due)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return pause.Until(ctx, p.start.Add(time.Duration(float64(p.done)/p.rate*float64(time.Second))))
 }

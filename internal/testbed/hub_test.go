@@ -91,16 +91,7 @@ func TestHub(t *testing.T) {
 		t.Errorf("server 2 received %d frames on %s during a connection to server 1, want at least 1: the hub does not flood", after-before, HubDev)
 	}
 
-	if err := tb.Down(ctx); err != nil {
-		t.Fatalf("down: %v", err)
-	}
-	left, err := Leftovers(ctx, prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !left.Empty() {
-		t.Errorf("left behind: %v", left)
-	}
+	downLeavesNothing(t, ctx, tb, prefix)
 }
 
 // connectFrom opens a TCP connection to addr from inside namespace ns; a

@@ -143,16 +143,7 @@ func TestTestbed(t *testing.T) {
 	for _, h := range tb.Servers() {
 		pids = append(pids, h.PID)
 	}
-	if err := tb.Down(ctx); err != nil {
-		t.Fatalf("down: %v", err)
-	}
-	left, err := Leftovers(ctx, prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !left.Empty() {
-		t.Errorf("left behind: %v", left)
-	}
+	downLeavesNothing(t, ctx, tb, prefix)
 	for _, pid := range pids {
 		if Running(pid) {
 			t.Errorf("node process %d still runs", pid)
@@ -164,6 +155,22 @@ func TestTestbed(t *testing.T) {
 	}
 	if _, err := os.Stat(cfg.Dir); !os.IsNotExist(err) {
 		t.Errorf("testbed directory %s still exists (%v)", cfg.Dir, err)
+	}
+}
+
+// downLeavesNothing tears the testbed down and checks that nothing with
+// its prefix is left (namespaces, links, bridges, cgroups).
+func downLeavesNothing(t *testing.T, ctx context.Context, tb *Testbed, prefix string) {
+	t.Helper()
+	if err := tb.Down(ctx); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	left, err := Leftovers(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !left.Empty() {
+		t.Errorf("left behind: %v", left)
 	}
 }
 
