@@ -26,13 +26,7 @@ import (
 // virtual IP would between machines).
 func frontAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return testcluster.FreeAddr(t)
 }
 
 // frontCluster starts n in-process nodes sharing a front door.

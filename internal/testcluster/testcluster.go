@@ -241,6 +241,12 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// FreeAddr returns a loopback address no listener holds and that no other
+// call in this test binary has returned: tests that pick ports of their
+// own (a front door's) must take them here, or a node may be given the
+// same one.
+func FreeAddr(t testing.TB) string { return freeAddr(t) }
+
 func freeAddr(t testing.TB) string {
 	t.Helper()
 	handedMu.Lock()
