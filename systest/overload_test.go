@@ -200,7 +200,12 @@ func TestWriteLimit(t *testing.T) {
 		}
 		first <- resp
 	}()
-	feed.Write([]byte("ab")) // the handler is reading: it holds the slot
+	feed.Write([]byte("ab"))
+	// Only once the first write holds the slot may the second try: sent
+	// earlier, it could take the slot itself and get the first refused.
+	testcluster.WaitFor(t, 10*time.Second, "the first write to hold the write slot", func() bool {
+		return scrapeMetric(t, c.HTTPAddr(0), "mure_write_admission_in_flight") == 1
+	})
 
 	var resp *http.Response
 	testcluster.WaitFor(t, 10*time.Second, "a second write to be refused", func() bool {
