@@ -65,3 +65,47 @@ func TestNoLeaseAnswer(t *testing.T) {
 		return status == 200 && body == "only here"
 	})
 }
+
+// TestLeasesOutliveLeadership: a leader that steps down still knows the
+// leases it granted until they expire. A write it committed just before
+// stepping down runs its invalidation barrier afterwards; if the step-down
+// had emptied the table, the barrier would skip nodes that can still serve
+// the old version under those leases (a stale read).
+func TestLeasesOutliveLeadership(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	c.WaitMembers(3)
+	for attempt := 0; ; attempt++ {
+		old := c.Leader()
+		f := (old + 1) % 3
+		c.WaitReady(f)
+		fid := c.Nodes[f].Cluster().NodeID()
+		oc := c.Nodes[old].Cluster()
+		var d0 time.Time
+		testcluster.WaitFor(t, 10*time.Second, "the leader to record the follower's lease", func() bool {
+			var ok bool
+			d0, ok = oc.LeaseDeadline(fid)
+			return ok
+		})
+		if err := oc.TransferLeadership(); err != nil {
+			t.Fatalf("attempt %d: %v", attempt, err)
+		}
+		testcluster.WaitFor(t, 10*time.Second, "another node to lead", func() bool {
+			for _, i := range c.Running() {
+				if i != old && c.Nodes[i].Cluster().IsLeader() {
+					return !oc.IsLeader()
+				}
+			}
+			return false
+		})
+		d, ok := oc.LeaseDeadline(fid)
+		if time.Now().Before(d0) {
+			if !ok || d.Before(d0) {
+				t.Fatalf("the deposed leader forgot a lease it granted that is still valid: deadline %v (known %v), granted until %v", d, ok, d0)
+			}
+			return
+		}
+		if attempt == 4 {
+			t.Fatal("the hand-over outlasted the lease in 5 attempts; the property was never checked")
+		}
+	}
+}

@@ -105,6 +105,14 @@ func (c *Cluster) applyLocal(ctx context.Context, cmd meta.Command) (*meta.Resul
 	}
 	if res.Err == nil && len(res.Invalidated) > 0 && c.cfg.Barrier != nil {
 		if err := c.waitInvalidationReady(ctx); err != nil {
+			if errors.Is(err, ErrNoLeader) {
+				// Deposed after committing: the leases this node
+				// granted are still live at their holders, so they are
+				// told anyway (the settle that follows fails; the next
+				// leader settles). The writer learns the outcome is
+				// unknown.
+				_ = c.cfg.Barrier(ctx, res)
+			}
 			return nil, err
 		}
 		if err := c.cfg.Barrier(ctx, res); err != nil {
@@ -118,8 +126,8 @@ func (c *Cluster) applyLocal(ctx context.Context, cmd meta.Command) (*meta.Resul
 // state at least as new as the leader's at the time of the call.
 func (c *Cluster) ReadIndex(ctx context.Context) (uint64, error) {
 	if c.IsLeader() {
-		if err := c.raft.VerifyLeader().Error(); err != nil {
-			return 0, fmt.Errorf("verify leadership: %w", err)
+		if err := c.confirmLeadership(); err != nil {
+			return 0, err
 		}
 		return c.fsm.Applied(), nil
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -17,7 +18,7 @@ type leaderState struct {
 	is    bool
 	since time.Time
 	ready bool
-	table map[string]time.Time // node → lease deadline (leader's clock)
+	table map[string]time.Time // node → deadline of the last lease this node granted it (its clock), kept across terms
 	epoch uint64
 	// term is the raft term this state belongs to. The leadership
 	// notifications arrive asynchronously: a node that lost and regained
@@ -38,7 +39,12 @@ func (c *Cluster) leaderLoop(ctx context.Context) {
 			c.leader.epoch++
 			c.leader.is, c.leader.since, c.leader.ready = is, time.Now(), false
 			c.leader.term = c.raft.CurrentTerm()
-			clear(c.leader.table)
+			// The table is not cleared: a lease this node granted stays
+			// valid at its holder until it expires, whoever leads now, and
+			// the barrier of a write this node committed before stepping
+			// down must still reach that holder. Only expired entries go.
+			now := time.Now()
+			maps.DeleteFunc(c.leader.table, func(_ string, d time.Time) bool { return !now.Before(d) })
 			c.leader.readyC = make(chan struct{})
 			epoch := c.leader.epoch
 			c.leader.mu.Unlock()
@@ -87,8 +93,8 @@ func (c *Cluster) grantLease(node string) (uint64, error) {
 	c.leader.mu.Unlock()
 	// Confirm leadership after recording the lease: a deposed leader
 	// must not hand out leases (see docs/protocol.md, "read leases").
-	if err := c.raft.VerifyLeader().Error(); err != nil {
-		return 0, fmt.Errorf("verify leadership: %w", err)
+	if err := c.confirmLeadership(); err != nil {
+		return 0, err
 	}
 	idx := c.fsm.Applied()
 	if c.raft.CurrentTerm() != term {
@@ -97,8 +103,24 @@ func (c *Cluster) grantLease(node string) (uint64, error) {
 	return idx, nil
 }
 
-// LeaseDeadline returns, on the leader, until when node may still serve
-// reads under a lease this leader granted.
+// confirmLeadership proves that a quorum still followed this node's term at
+// some moment after the call, and that everything committed before then is
+// applied here: it commits a barrier entry. raft's VerifyLeader is not
+// enough: it counts heartbeat answers to requests sent before it was
+// called, so a leader paused (SIGSTOP, a long stall) between sending a
+// heartbeat and reading the answer resumes "verified" although another
+// leader has been elected meanwhile. The robustness test caught exactly
+// that: a deposed leader granted itself a lease at its old index and
+// served a stale read (docs/reliability.md).
+func (c *Cluster) confirmLeadership() error {
+	if err := c.raft.Barrier(time.Second).Error(); err != nil {
+		return fmt.Errorf("confirm leadership: %w", err)
+	}
+	return nil
+}
+
+// LeaseDeadline returns until when node may still serve reads under a
+// lease this node granted while it led — in this term or an earlier one.
 func (c *Cluster) LeaseDeadline(node string) (time.Time, bool) {
 	c.leader.mu.Lock()
 	defer c.leader.mu.Unlock()
@@ -145,3 +167,12 @@ func (c *Cluster) WaitInvalidationReady(ctx context.Context) error {
 // LeasedExcept returns, on the leader, the nodes holding a lease from this
 // leader, less those in keep.
 func (c *Cluster) LeasedExcept(keep []string) []string { return c.leasedExcept(keep) }
+
+// TransferLeadership hands raft leadership to another voter (an error on a
+// follower or in a single-voter cluster).
+func (c *Cluster) TransferLeadership() error {
+	if err := c.raft.LeadershipTransfer().Error(); err != nil {
+		return fmt.Errorf("transfer leadership: %w", err)
+	}
+	return nil
+}

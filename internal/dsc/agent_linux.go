@@ -2,10 +2,14 @@ package dsc
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
+	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +27,10 @@ type Agent struct {
 	table *SYNTable
 	stats struct {
 		tapped, retrans, forwarded, injected, refused, unplaced, errors, stale atomic.Uint64
+		rebuilds, rebuilt, unreported                                          atomic.Uint64
 	}
+	// replies carries half-open reports to a running rebuild.
+	replies chan halfOpenReport
 
 	mu     sync.Mutex
 	master *tap
@@ -75,7 +82,8 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		cfg.MAC = net.HardwareAddr{0x02, 0x00, a[0], a[1], a[2], a[3]}
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger, table: NewSYNTable(30*time.Second, 65536, nil), peers: map[string]*net.UDPAddr{},
-		host: hostSetup{iface: cfg.Iface, addr: cfg.Addr, mac: cfg.MAC}}
+		replies: make(chan halfOpenReport, 64),
+		host:    hostSetup{iface: cfg.Iface, addr: cfg.Addr, mac: cfg.MAC}}
 	if err := a.host.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -105,7 +113,11 @@ func (a *Agent) SetMaster(on bool) {
 			return
 		}
 		a.master = t
-		a.wg.Go(func() { a.masterLoop(t) })
+		a.wg.Go(func() {
+			// SYNs wait in the tap while the table is rebuilt.
+			a.rebuild(rebuildWait)
+			a.masterLoop(t)
+		})
 		a.log.Info("SYN master on")
 	case !on && a.master != nil:
 		a.master.close()
@@ -129,7 +141,8 @@ func (a *Agent) Stats() Stats {
 	a.mu.Unlock()
 	return Stats{Master: master, Tapped: a.stats.tapped.Load(), Retransmitted: a.stats.retrans.Load(),
 		Forwarded: a.stats.forwarded.Load(), Injected: a.stats.injected.Load(), Refused: a.stats.refused.Load(),
-		Unplaced: a.stats.unplaced.Load(), Errors: a.stats.errors.Load(), Stale: a.stats.stale.Load()}
+		Unplaced: a.stats.unplaced.Load(), Errors: a.stats.errors.Load(), Stale: a.stats.stale.Load(),
+		Rebuilds: a.stats.rebuilds.Load(), Rebuilt: a.stats.rebuilt.Load(), Unreported: a.stats.unreported.Load()}
 }
 
 // masterLoop places every client SYN the tap sees.
@@ -197,24 +210,39 @@ func (a *Agent) place(syn SYN) {
 	a.stats.forwarded.Add(1)
 }
 
-// memberLoop injects the SYNs a recognised master forwards.
+// memberLoop injects the SYNs a recognised master forwards, answers
+// half-open queries and hands their replies to a running rebuild.
 func (a *Agent) memberLoop() {
-	buf := make([]byte, 2048)
+	buf := make([]byte, 65536)
 	for {
-		n, _, err := a.udp.ReadFromUDP(buf)
+		n, from, err := a.udp.ReadFromUDP(buf)
 		if err != nil {
 			return // closed
 		}
-		master, pkt, err := decodeForward(a.cfg.Key, buf[:n], time.Now())
-		if err == nil && master != a.cfg.Recognised() {
-			err = fmt.Errorf("forwarded SYN from %s, not the master this node recognises", master)
+		kind, sender, payload, err := decodeMsg(a.cfg.Key, buf[:n], time.Now())
+		if err == nil && kind == fwdMagic && sender != a.cfg.Recognised() {
+			err = fmt.Errorf("forwarded SYN from %s, not the master this node recognises", sender)
 		}
 		if err != nil {
 			a.stats.refused.Add(1)
-			a.log.Debug("refused a forwarded SYN", "err", err)
+			a.log.Debug("refused a datagram", "from", from, "err", err)
 			continue
 		}
-		a.inject(pkt)
+		switch kind {
+		case fwdMagic:
+			a.inject(payload)
+		case queryMagic:
+			a.answer(from, payload)
+		case replyMagic:
+			nonce, clients, err := decodeHalfOpen(payload)
+			if err != nil {
+				continue
+			}
+			select {
+			case a.replies <- halfOpenReport{node: sender, nonce: nonce, clients: clients}:
+			default: // no rebuild is listening at this rate
+			}
+		}
 	}
 }
 
@@ -230,4 +258,90 @@ func (a *Agent) inject(pkt []byte) {
 		}
 	}
 	a.stats.errors.Add(1)
+}
+
+// rebuildWait bounds how long a new master waits for the nodes' reports.
+const rebuildWait = 300 * time.Millisecond
+
+type halfOpenReport struct {
+	node    string
+	nonce   uint64
+	clients []netip.AddrPort
+}
+
+// rebuild replaces the table with the nodes' half-open connections, asking
+// every node it knows and waiting up to wait for their answers. A node that
+// does not answer in time (paused, dead) is counted; its retransmitted SYNs
+// are placed afresh.
+func (a *Agent) rebuild(wait time.Duration) {
+	nonce := rand.Uint64()
+	entries := map[string][]netip.AddrPort{}
+	if own, err := a.halfOpen(); err == nil {
+		entries[a.cfg.Self] = own
+	} else {
+		a.log.Warn("cannot read this node's half-open connections", "err", err)
+	}
+	asked := map[string]bool{}
+	q := encodeMsg(queryMagic, a.cfg.Key, a.cfg.Self, time.Now(), binary.BigEndian.AppendUint64(nil, nonce))
+	for _, id := range a.cfg.Nodes() {
+		if id == a.cfg.Self {
+			continue
+		}
+		ua, ok := a.peer(id)
+		if !ok {
+			continue
+		}
+		if _, err := a.udp.WriteToUDP(q, ua); err == nil {
+			asked[id] = true
+		}
+	}
+	deadline := time.After(wait)
+	for len(asked) > 0 {
+		select {
+		case r := <-a.replies:
+			if r.nonce != nonce || !asked[r.node] {
+				continue // an earlier rebuild's, or unasked
+			}
+			delete(asked, r.node)
+			entries[r.node] = r.clients
+		case <-deadline:
+			a.stats.unreported.Add(uint64(len(asked)))
+			a.log.Warn("nodes did not report their half-open connections in time", "nodes", len(asked))
+			asked = nil
+		}
+	}
+	a.table.Rebuild(entries)
+	n := 0
+	for _, c := range entries {
+		n += len(c)
+	}
+	a.stats.rebuilt.Add(uint64(n))
+	a.stats.rebuilds.Add(1)
+	a.log.Info("SYN table rebuilt from the nodes' half-open connections", "entries", n, "nodes", len(entries))
+}
+
+// answer replies to a master's half-open query.
+func (a *Agent) answer(to *net.UDPAddr, query []byte) {
+	if len(query) != 8 {
+		return
+	}
+	clients, err := a.halfOpen()
+	if err != nil {
+		a.log.Warn("cannot read this node's half-open connections", "err", err)
+		return
+	}
+	r := encodeMsg(replyMagic, a.cfg.Key, a.cfg.Self, time.Now(), encodeHalfOpen(binary.BigEndian.Uint64(query), clients))
+	if _, err := a.udp.WriteToUDP(r, to); err != nil {
+		a.log.Warn("cannot answer a half-open query", "to", to, "err", err)
+	}
+}
+
+// halfOpen lists this node's half-open connections to the cluster address.
+func (a *Agent) halfOpen() ([]netip.AddrPort, error) {
+	f, err := os.Open("/proc/self/net/tcp")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseHalfOpen(f, netip.AddrPortFrom(a.cfg.Addr.Addr(), a.cfg.Port))
 }

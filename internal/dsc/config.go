@@ -27,6 +27,9 @@ type Config struct {
 	Self string
 	// Choose places a new connection (the front door's scheduler).
 	Choose func(client netip.AddrPort) (node string, ok bool)
+	// Nodes lists the cluster's live nodes (a new master asks each for its
+	// half-open connections).
+	Nodes func() []string
 	// AgentAddr returns the UDP address of node id's agent.
 	AgentAddr func(id string) (string, bool)
 	// Recognised returns the master this node accepts SYNs from (the
@@ -46,6 +49,9 @@ type Stats struct {
 	Unplaced      uint64 `json:"unplaced"`      // SYNs no node could take
 	Errors        uint64 `json:"errors"`        // send or inject failures
 	Stale         uint64 `json:"stale"`         // SYNs that waited > 1 s in the tap (a paused master): dropped
+	Rebuilds      uint64 `json:"rebuilds"`      // times this node rebuilt the SYN table on becoming master
+	Rebuilt       uint64 `json:"rebuilt"`       // half-open connections those rebuilds found
+	Unreported    uint64 `json:"unreported"`    // nodes that did not report in time
 }
 
 // staleSYN is how long a tapped SYN may have waited before it is placed.

@@ -8,10 +8,14 @@ import (
 	"time"
 )
 
-// A forwarded SYN travels from the master to the chosen node in one UDP
-// datagram on the node-to-node network:
+// The agents talk in signed UDP datagrams on the node-to-node network:
 //
-//	"MDSC" | len(master) (1 byte) | master | unix ms (8 bytes) | mac (16) | IPv4 packet
+//	kind (4 bytes) | len(sender) (1 byte) | sender | unix ms (8 bytes) | mac (16) | payload
+//
+// kind "MDSC" is a forwarded SYN (the payload an IPv4 packet, the sender
+// the master); "MDSQ" asks a node for its half-open connections (payload: an
+// 8-byte nonce) and "MDSR" answers (the nonce, then 6 bytes per client
+// address:port: see halfopen.go).
 //
 // The MAC (HMAC-SHA256 keyed with the cluster's hand-over key, first 16
 // bytes) covers everything else, so nobody without the cluster key can
@@ -19,30 +23,37 @@ import (
 // from a master it does not recognise (a paused one that resumed after a
 // successor took over: fencing).
 const (
-	fwdMagic = "MDSC"
-	macLen   = 16
+	fwdMagic   = "MDSC"
+	queryMagic = "MDSQ"
+	replyMagic = "MDSR"
+	macLen     = 16
 	// MaxSkew is how far a forwarded SYN's time may be from the node's.
 	MaxSkew = 5 * time.Second
 )
 
 var (
-	errShort   = errors.New("forwarded SYN: too short")
-	errMagic   = errors.New("forwarded SYN: not a forwarded SYN")
-	errFwdMAC  = errors.New("forwarded SYN: not signed with this cluster's key")
-	errFwdSkew = errors.New("forwarded SYN: too old or from the future")
+	errShort   = errors.New("single-address datagram: too short")
+	errMagic   = errors.New("single-address datagram: not one of ours")
+	errFwdMAC  = errors.New("single-address datagram: not signed with this cluster's key")
+	errFwdSkew = errors.New("single-address datagram: too old or from the future")
 )
 
-// encodeForward builds the datagram.
+// encodeForward builds a forwarded SYN's datagram.
 func encodeForward(key []byte, master string, now time.Time, pkt []byte) []byte {
-	b := make([]byte, 0, len(fwdMagic)+1+len(master)+8+macLen+len(pkt))
-	b = append(b, fwdMagic...)
-	b = append(b, byte(len(master)))
-	b = append(b, master...)
+	return encodeMsg(fwdMagic, key, master, now, pkt)
+}
+
+// encodeMsg builds a datagram of the given kind.
+func encodeMsg(kind string, key []byte, sender string, now time.Time, payload []byte) []byte {
+	b := make([]byte, 0, len(kind)+1+len(sender)+8+macLen+len(payload))
+	b = append(b, kind...)
+	b = append(b, byte(len(sender)))
+	b = append(b, sender...)
 	b = binary.BigEndian.AppendUint64(b, uint64(now.UnixMilli()))
 	macAt := len(b)
 	b = append(b, make([]byte, macLen)...)
-	b = append(b, pkt...)
-	copy(b[macAt:], fwdMAC(key, b[:macAt], pkt))
+	b = append(b, payload...)
+	copy(b[macAt:], fwdMAC(key, b[:macAt], payload))
 	return b
 }
 
@@ -53,28 +64,40 @@ func fwdMAC(key, head, pkt []byte) []byte {
 	return m.Sum(nil)[:macLen]
 }
 
-// decodeForward checks a datagram and returns the master's ID and the
-// packet (a sub-slice of b).
+// decodeForward checks a forwarded SYN's datagram and returns the master's
+// ID and the packet (a sub-slice of b).
 func decodeForward(key []byte, b []byte, now time.Time) (master string, pkt []byte, err error) {
-	if len(b) < len(fwdMagic)+1 {
-		return "", nil, errShort
+	kind, master, pkt, err := decodeMsg(key, b, now)
+	if err == nil && kind != fwdMagic {
+		err = errMagic
 	}
-	if string(b[:len(fwdMagic)]) != fwdMagic {
-		return "", nil, errMagic
+	return master, pkt, err
+}
+
+// decodeMsg checks a datagram and returns its kind, sender and payload (a
+// sub-slice of b).
+func decodeMsg(key []byte, b []byte, now time.Time) (kind, sender string, payload []byte, err error) {
+	if len(b) < len(fwdMagic)+1 {
+		return "", "", nil, errShort
+	}
+	switch kind = string(b[:len(fwdMagic)]); kind {
+	case fwdMagic, queryMagic, replyMagic:
+	default:
+		return "", "", nil, errMagic
 	}
 	n := int(b[len(fwdMagic)])
 	macAt := len(fwdMagic) + 1 + n + 8
 	if len(b) < macAt+macLen {
-		return "", nil, errShort
+		return "", "", nil, errShort
 	}
-	master = string(b[len(fwdMagic)+1 : len(fwdMagic)+1+n])
-	pkt = b[macAt+macLen:]
-	if !hmac.Equal(b[macAt:macAt+macLen], fwdMAC(key, b[:macAt], pkt)) {
-		return "", nil, errFwdMAC
+	sender = string(b[len(fwdMagic)+1 : len(fwdMagic)+1+n])
+	payload = b[macAt+macLen:]
+	if !hmac.Equal(b[macAt:macAt+macLen], fwdMAC(key, b[:macAt], payload)) {
+		return "", "", nil, errFwdMAC
 	}
 	ms := int64(binary.BigEndian.Uint64(b[macAt-8 : macAt]))
 	if d := now.Sub(time.UnixMilli(ms)); d > MaxSkew || d < -MaxSkew {
-		return "", nil, errFwdSkew
+		return "", "", nil, errFwdSkew
 	}
-	return master, pkt, nil
+	return kind, sender, payload, nil
 }

@@ -43,8 +43,17 @@ func (n *Node) startSingleAddress(ctx context.Context, fc frontdoor.Config, key 
 	n.dsc, err = dsc.Start(ctx, dsc.Config{
 		Addr: prefix, Port: ap.Port(), Iface: fc.VIPIface,
 		Listen: net.JoinHostPort(host, strconv.Itoa(port)), Key: key, Self: n.ID(),
-		Choose:     func(c netip.AddrPort) (string, bool) { return n.door.Choose(c) },
-		AgentAddr:  agentAddr,
+		Choose:    func(c netip.AddrPort) (string, bool) { return n.door.Choose(c) },
+		AgentAddr: agentAddr,
+		Nodes: func() []string {
+			var ids []string
+			for _, m := range n.cl.Members() {
+				if n.cl.Alive(m.ID) {
+					ids = append(ids, m.ID)
+				}
+			}
+			return ids
+		},
 		Recognised: func() string { id, _ := n.cl.Dispatcher(); return id },
 		Logger:     n.log.With("part", "single-address"),
 	})

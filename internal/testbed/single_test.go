@@ -25,47 +25,11 @@ import (
 // (status 200, the body of a /healthz), and the connections spread within
 // one of even.
 func TestSingleAddress(t *testing.T) {
-	if err := Available(); err != nil {
-		t.Skipf("testbed unavailable here: %v", err)
-	}
-	for _, tool := range []string{"iptables"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (scripts/test.sh installs it)", tool)
-		}
-	}
-	const prefix = "mtbs-"
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cfg := Config{
-		Servers: 3, Clients: 2, ServerLink: "100mbit", ClientLink: "300mbit", ServerCPU: 0.2, ClientCPU: 0.2,
-		Binary: testcluster.BuildBinary(t), Hub: true,
-		Prefix: prefix, Subnet: "10.77.194.0/24", Dir: t.TempDir() + "/tb", DataMB: 64,
-	}
-	cip := "10.77.195.10"
-	cfg.NodeArgs = []string{"--timing", "fast", "--front", cip + ":8080", "--front-mode", "single-address",
-		"--front-vip", cip + "/24", "--front-iface", "eth1", "--front-policy", "round-robin"}
-	tb, err := Up(ctx, cfg)
-	if err != nil {
-		t.Fatalf("up: %v", err)
-	}
+	tb, cip := upSingle(t, ctx, "mtbs-", "10.77.194.0/24", 2)
 	defer tb.Down(context.Background())
-	if got := tb.ClusterAddr(); got != cip {
-		t.Fatalf("cluster address %s, want %s", got, cip)
-	}
-	waitFor(t, "one SYN master that every node recognises", func() bool {
-		masters, holders := 0, map[string]bool{}
-		for _, h := range tb.Servers() {
-			st, err := singleStatus(ctx, h)
-			if err != nil {
-				return false
-			}
-			if st.Master {
-				masters++
-			}
-			holders[st.holder] = true
-		}
-		return masters == 1 && len(holders) == 1 && !holders[""]
-	})
+	cfg := tb.Config
 
 	// 15 new connections from each client host, one after the other.
 	const perClient = 15
@@ -202,6 +166,47 @@ func TestSingleAddress(t *testing.T) {
 	_ = killed
 }
 
+// upSingle brings up 3 servers in single-address mode (round robin, fast
+// timing) and the given number of client hosts on a hub, and waits until
+// one SYN master is recognised by every node. It returns the testbed and
+// the cluster address (clients reach the nodes at cip:8080).
+func upSingle(t *testing.T, ctx context.Context, prefix, subnet string, clients int) (*Testbed, string) {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Skipf("testbed unavailable here: %v", err)
+	}
+	if _, err := exec.LookPath("iptables"); err != nil {
+		t.Skip("iptables not installed (scripts/test.sh installs it)")
+	}
+	cfg := Config{
+		Servers: 3, Clients: clients, ServerLink: "100mbit", ClientLink: "500mbit", ServerCPU: 0.2, ClientCPU: 0.2,
+		Binary: testcluster.BuildBinary(t), Hub: true,
+		Prefix: prefix, Subnet: subnet, Dir: t.TempDir() + "/tb", DataMB: 64,
+	}
+	cip := (&Testbed{Config: cfg}).ClusterAddr()
+	cfg.NodeArgs = []string{"--timing", "fast", "--front", cip + ":8080", "--front-mode", "single-address",
+		"--front-vip", cip + "/24", "--front-iface", "eth1", "--front-policy", "round-robin"}
+	tb, err := Up(ctx, cfg)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	waitFor(t, "one SYN master that every node recognises", func() bool {
+		masters, holders := 0, map[string]bool{}
+		for _, h := range tb.Servers() {
+			st, err := singleStatus(ctx, h)
+			if err != nil {
+				return false
+			}
+			if st.Master {
+				masters++
+			}
+			holders[st.holder] = true
+		}
+		return masters == 1 && len(holders) == 1 && !holders[""]
+	})
+	return tb, cip
+}
+
 // putEverywhere writes a file of size bytes through a node's own address
 // and waits until every running node serves it itself.
 func putEverywhere(t *testing.T, ctx context.Context, tb *Testbed, size int) int {
@@ -285,6 +290,8 @@ type singleStats struct {
 	Tapped   uint64 `json:"tapped"`
 	Refused  uint64 `json:"refused"`
 	Stale    uint64 `json:"stale"`
+	Rebuilds uint64 `json:"rebuilds"`
+	Rebuilt  uint64 `json:"rebuilt"`
 }
 
 // singleStatus asks the node of h for its single-address counters.
