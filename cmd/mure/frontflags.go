@@ -16,6 +16,7 @@ func frontFlags(fs *flag.FlagSet) func() *frontdoor.Config {
 	fs.StringVar(&c.Addr, "front", "", "the cluster's front door `ADDR`: opened by whichever node holds the dispatcher role, which sends each new connection to a node (docs/dispatch.md; default: off)")
 	fs.StringVar(&c.Mode, "front-mode", frontdoor.ModeRedirect, "how the front door hands a connection over: redirect (307 to the node), proxy (relay its bytes) or single-address (every node owns --front-vip on --front-iface; the holder only places client SYNs; Linux, root, iptables)")
 	fs.IntVar(&c.SYNPort, "front-syn-port", 7945, "single-address mode: UDP port on which nodes receive the SYNs the master forwards")
+	fs.StringVar(&c.SYNPath, "front-syn-path", "auto", "single-address mode: how the master places SYNs: kernel (a TC program tags each SYN with its node and sends it back on the client segment; round robin only), user (forwarded through user space; every policy), auto (kernel when the kernel takes it and the policy is round robin) or isn-hash (no master: each node takes the SYNs whose ISN modulo the node count is its rank; 001's static baseline)")
 	fs.StringVar(&c.Policy, "front-policy", dispatch.NameLeastConnections, "scheduling policy: "+strings.Join(dispatch.PolicyNames, ", "))
 	fs.DurationVar(&c.Affinity, "front-affinity", 0, "send a client address back to the same node for this long after its last connection (0: off)")
 	fs.IntVar(&c.MaxConns, "front-max-conns", 10000, "connections the front door holds open at once; beyond, 503")

@@ -2,14 +2,10 @@ package dsc
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
-	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,9 +29,18 @@ type Agent struct {
 	replies chan halfOpenReport
 
 	mu     sync.Mutex
-	master *tap
+	master *tap                    // the user path's SYN tap, while it is in use
 	peers  map[string]*net.UDPAddr // node → its agent, resolved once (per-SYN path)
 	wg     sync.WaitGroup
+
+	kp     *kernelPath // nil: the user path only
+	want   atomic.Bool // the dispatcher role is this node's (SetMaster)
+	kick   chan struct{}
+	stop   context.CancelFunc
+	path   atomic.Value // string: how SYNs are placed now
+	tag    atomic.Value // string: the tag the filter accepts (Stats.AcceptTag)
+	leader atomic.Bool  // placing SYNs (the control loop's view)
+	ctl    controlState // owned by the control loop
 }
 
 // peer returns node's agent address, asking the cluster only the first
@@ -81,9 +86,18 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		a := cfg.Addr.Addr().As4()
 		cfg.MAC = net.HardwareAddr{0x02, 0x00, a[0], a[1], a[2], a[3]}
 	}
-	a := &Agent{cfg: cfg, log: cfg.Logger, table: NewSYNTable(30*time.Second, 65536, nil), peers: map[string]*net.UDPAddr{},
-		replies: make(chan halfOpenReport, 64),
-		host:    hostSetup{iface: cfg.Iface, addr: cfg.Addr, mac: cfg.MAC}}
+	switch cfg.SYNPath {
+	case "":
+		cfg.SYNPath = PathAuto
+	case PathAuto, PathKernel, PathUser, PathISN:
+	default:
+		return nil, fmt.Errorf("single-address: SYN path %q: use %s, %s, %s or %s", cfg.SYNPath, PathAuto, PathKernel, PathUser, PathISN)
+	}
+	a := &Agent{cfg: cfg, log: cfg.Logger, table: NewSYNTable(synTTL, 65536, nil), peers: map[string]*net.UDPAddr{},
+		replies: make(chan halfOpenReport, 64), kick: make(chan struct{}, 1),
+		host: hostSetup{iface: cfg.Iface, addr: cfg.Addr, mac: cfg.MAC, port: cfg.Port}}
+	a.path.Store("")
+	a.tag.Store("")
 	if err := a.host.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -96,53 +110,68 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		a.host.teardown(ctx)
 		return nil, fmt.Errorf("single-address: SYN port %s: %w", cfg.Listen, err)
 	}
+	if err := a.loadKernel(); err != nil {
+		a.udp.Close()
+		a.host.teardown(ctx)
+		return nil, err
+	}
 	a.wg.Go(a.memberLoop)
-	a.log.Info("single-address node ready", "addr", cfg.Addr, "port", cfg.Port, "iface", cfg.Iface, "mac", cfg.MAC, "syn_port", a.udp.LocalAddr())
+	cctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	a.stop = stop
+	a.wg.Go(func() { a.controlLoop(cctx) })
+	a.log.Info("single-address node ready", "addr", cfg.Addr, "port", cfg.Port, "iface", cfg.Iface, "mac", cfg.MAC,
+		"syn_port", a.udp.LocalAddr(), "syn_path", cfg.SYNPath, "kernel_path", a.kp != nil)
 	return a, nil
 }
 
-// SetMaster starts or stops the master side (the dispatcher role moved).
-func (a *Agent) SetMaster(on bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	switch {
-	case on && a.master == nil:
-		t, err := openTap(a.cfg.Iface, a.cfg.Addr.Addr(), a.cfg.Port)
-		if err != nil {
-			a.log.Error("cannot become the SYN master", "err", err)
-			return
-		}
-		a.master = t
-		a.wg.Go(func() {
-			// SYNs wait in the tap while the table is rebuilt.
-			a.rebuild(rebuildWait)
-			a.masterLoop(t)
-		})
-		a.log.Info("SYN master on")
-	case !on && a.master != nil:
-		a.master.close()
-		a.master = nil
-		a.log.Info("SYN master off")
+// loadKernel loads and attaches the kernel path unless the user path was
+// asked for; in auto mode a kernel that refuses it leaves the user path.
+func (a *Agent) loadKernel() error {
+	if a.cfg.SYNPath == PathUser {
+		return nil
 	}
+	kp, err := loadKernelPath(a.cfg.Iface, a.cfg.Addr.Addr(), a.cfg.Port, a.cfg.MAC)
+	if err == nil {
+		if err = kp.attach(); err != nil {
+			kp.close()
+		}
+	}
+	if err != nil {
+		if a.cfg.SYNPath == PathAuto {
+			a.log.Warn("the kernel path is unavailable here; SYNs go through user space", "err", err)
+			return nil
+		}
+		return err
+	}
+	a.kp = kp
+	return nil
 }
 
 // Close stops both sides and removes the host setup.
 func (a *Agent) Close(ctx context.Context) {
-	a.SetMaster(false)
+	a.stop()
 	a.udp.Close()
 	a.wg.Wait()
+	if a.kp != nil {
+		a.kp.close()
+	}
 	a.host.teardown(ctx)
 }
 
 // Stats returns the counters.
 func (a *Agent) Stats() Stats {
-	a.mu.Lock()
-	master := a.master != nil
-	a.mu.Unlock()
-	return Stats{Master: master, Tapped: a.stats.tapped.Load(), Retransmitted: a.stats.retrans.Load(),
+	s := Stats{Master: a.leader.Load(), Path: a.path.Load().(string), AcceptTag: a.tag.Load().(string), Tapped: a.stats.tapped.Load(), Retransmitted: a.stats.retrans.Load(),
 		Forwarded: a.stats.forwarded.Load(), Injected: a.stats.injected.Load(), Refused: a.stats.refused.Load(),
 		Unplaced: a.stats.unplaced.Load(), Errors: a.stats.errors.Load(), Stale: a.stats.stale.Load(),
 		Rebuilds: a.stats.rebuilds.Load(), Rebuilt: a.stats.rebuilt.Load(), Unreported: a.stats.unreported.Load()}
+	if a.kp != nil {
+		k := a.kp.stats()
+		s.Tapped += k.Placed + k.Retransmitted
+		s.Retransmitted += k.Retransmitted
+		s.Injected += k.Accepted
+		s.Expired = k.Expired
+	}
+	return s
 }
 
 // masterLoop places every client SYN the tap sees.
@@ -258,90 +287,4 @@ func (a *Agent) inject(pkt []byte) {
 		}
 	}
 	a.stats.errors.Add(1)
-}
-
-// rebuildWait bounds how long a new master waits for the nodes' reports.
-const rebuildWait = 300 * time.Millisecond
-
-type halfOpenReport struct {
-	node    string
-	nonce   uint64
-	clients []netip.AddrPort
-}
-
-// rebuild replaces the table with the nodes' half-open connections, asking
-// every node it knows and waiting up to wait for their answers. A node that
-// does not answer in time (paused, dead) is counted; its retransmitted SYNs
-// are placed afresh.
-func (a *Agent) rebuild(wait time.Duration) {
-	nonce := rand.Uint64()
-	entries := map[string][]netip.AddrPort{}
-	if own, err := a.halfOpen(); err == nil {
-		entries[a.cfg.Self] = own
-	} else {
-		a.log.Warn("cannot read this node's half-open connections", "err", err)
-	}
-	asked := map[string]bool{}
-	q := encodeMsg(queryMagic, a.cfg.Key, a.cfg.Self, time.Now(), binary.BigEndian.AppendUint64(nil, nonce))
-	for _, id := range a.cfg.Nodes() {
-		if id == a.cfg.Self {
-			continue
-		}
-		ua, ok := a.peer(id)
-		if !ok {
-			continue
-		}
-		if _, err := a.udp.WriteToUDP(q, ua); err == nil {
-			asked[id] = true
-		}
-	}
-	deadline := time.After(wait)
-	for len(asked) > 0 {
-		select {
-		case r := <-a.replies:
-			if r.nonce != nonce || !asked[r.node] {
-				continue // an earlier rebuild's, or unasked
-			}
-			delete(asked, r.node)
-			entries[r.node] = r.clients
-		case <-deadline:
-			a.stats.unreported.Add(uint64(len(asked)))
-			a.log.Warn("nodes did not report their half-open connections in time", "nodes", len(asked))
-			asked = nil
-		}
-	}
-	a.table.Rebuild(entries)
-	n := 0
-	for _, c := range entries {
-		n += len(c)
-	}
-	a.stats.rebuilt.Add(uint64(n))
-	a.stats.rebuilds.Add(1)
-	a.log.Info("SYN table rebuilt from the nodes' half-open connections", "entries", n, "nodes", len(entries))
-}
-
-// answer replies to a master's half-open query.
-func (a *Agent) answer(to *net.UDPAddr, query []byte) {
-	if len(query) != 8 {
-		return
-	}
-	clients, err := a.halfOpen()
-	if err != nil {
-		a.log.Warn("cannot read this node's half-open connections", "err", err)
-		return
-	}
-	r := encodeMsg(replyMagic, a.cfg.Key, a.cfg.Self, time.Now(), encodeHalfOpen(binary.BigEndian.Uint64(query), clients))
-	if _, err := a.udp.WriteToUDP(r, to); err != nil {
-		a.log.Warn("cannot answer a half-open query", "to", to, "err", err)
-	}
-}
-
-// halfOpen lists this node's half-open connections to the cluster address.
-func (a *Agent) halfOpen() ([]netip.AddrPort, error) {
-	f, err := os.Open("/proc/self/net/tcp")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ParseHalfOpen(f, netip.AddrPortFrom(a.cfg.Addr.Addr(), a.cfg.Port))
 }

@@ -27,6 +27,15 @@ type Config struct {
 	Self string
 	// Choose places a new connection (the front door's scheduler).
 	Choose func(client netip.AddrPort) (node string, ok bool)
+	// SYNPath is how the master places SYNs: PathAuto (default), PathKernel,
+	// PathUser or PathISN.
+	SYNPath string
+	// Members lists every node of the cluster's catalogue, alive or not:
+	// ranks (the kernel path's tags) are positions in its sorted IDs.
+	Members func() []string
+	// KernelPolicy reports whether the scheduling policy in force can run
+	// in the kernel path (round robin); otherwise the user path places.
+	KernelPolicy func() bool
 	// Nodes lists the cluster's live nodes (a new master asks each for its
 	// half-open connections).
 	Nodes func() []string
@@ -38,21 +47,45 @@ type Config struct {
 	Logger     *slog.Logger
 }
 
+// How the master places SYNs.
+const (
+	// PathAuto: the kernel path when the kernel takes the program and the
+	// policy runs there, else the user path.
+	PathAuto = "auto"
+	// PathKernel: a TC program on the master's client interface tags each
+	// SYN with its node and sends it back out on the client segment
+	// (kprog_linux.go); failing to load it is an error.
+	PathKernel = "kernel"
+	// PathUser: the master taps SYNs with an AF_PACKET socket and forwards
+	// them in UDP datagrams to the node's TUN device; every policy.
+	PathUser = "user"
+	// PathISN: no master; each node takes the SYNs whose initial sequence
+	// number modulo the node count is its rank (001's static baseline).
+	PathISN = "isn-hash"
+)
+
 // Stats are the agent's counters.
 type Stats struct {
 	Master        bool   `json:"master"`
-	Tapped        uint64 `json:"tapped"`        // client SYNs the master saw
-	Retransmitted uint64 `json:"retransmitted"` // of those, sent where the table said
-	Forwarded     uint64 `json:"forwarded"`     // sent to another node
-	Injected      uint64 `json:"injected"`      // written into this node's TUN
-	Refused       uint64 `json:"refused"`       // forwarded SYNs refused (key, time, master)
-	Unplaced      uint64 `json:"unplaced"`      // SYNs no node could take
-	Errors        uint64 `json:"errors"`        // send or inject failures
-	Stale         uint64 `json:"stale"`         // SYNs that waited > 1 s in the tap (a paused master): dropped
-	Rebuilds      uint64 `json:"rebuilds"`      // times this node rebuilt the SYN table on becoming master
-	Rebuilt       uint64 `json:"rebuilt"`       // half-open connections those rebuilds found
-	Unreported    uint64 `json:"unreported"`    // nodes that did not report in time
+	Path          string `json:"path,omitempty"`       // how this node places SYNs now (master, or isn-hash)
+	AcceptTag     string `json:"accept_tag,omitempty"` // kernel path: the SYN tag this node takes (master rank/own rank of ranked nodes)
+	Tapped        uint64 `json:"tapped"`               // client SYNs the master saw
+	Retransmitted uint64 `json:"retransmitted"`        // of those, sent where the table said
+	Forwarded     uint64 `json:"forwarded"`            // sent to another node
+	Injected      uint64 `json:"injected"`             // written into this node's TUN
+	Refused       uint64 `json:"refused"`              // forwarded SYNs refused (key, time, master)
+	Unplaced      uint64 `json:"unplaced"`             // SYNs no node could take
+	Errors        uint64 `json:"errors"`               // send or inject failures
+	Stale         uint64 `json:"stale"`                // SYNs that waited > 1 s in the tap (a paused master): dropped
+	Rebuilds      uint64 `json:"rebuilds"`             // times this node rebuilt the SYN table on becoming master
+	Rebuilt       uint64 `json:"rebuilt"`              // half-open connections those rebuilds found
+	Unreported    uint64 `json:"unreported"`           // nodes that did not report in time
+	Expired       uint64 `json:"expired"`              // client SYNs the kernel path saw without a valid lease (not placed)
 }
+
+// synTTL is how long the master remembers where a client's SYN went (a
+// handshake not completed by then has failed anyway).
+const synTTL = 30 * time.Second
 
 // staleSYN is how long a tapped SYN may have waited before it is placed.
 const staleSYN = time.Second

@@ -30,6 +30,7 @@ type hostSetup struct {
 	iface string
 	addr  netip.Prefix
 	mac   net.HardwareAddr
+	port  uint16
 	tun   *os.File
 }
 
@@ -52,6 +53,9 @@ func (h *hostSetup) setup(ctx context.Context) (err error) {
 		// connection. A segment of a connection another node owns has no
 		// conntrack entry here and is INVALID (with tcp_loose=0).
 		{"iptables", "-w", "-N", chainIn},
+		// Rule 1 takes the SYNs the master placed on this node by the
+		// kernel path (acceptTag); none until the control loop sets it.
+		h.acceptRule("-A", noTag),
 		{"iptables", "-w", "-A", chainIn, "-i", h.iface, "-d", ip, "-p", "tcp", "--syn", "-j", "DROP"},
 		{"iptables", "-w", "-A", chainIn, "-i", h.iface, "-d", ip, "-m", "conntrack", "--ctstate", "INVALID", "-j", "DROP"},
 		{"iptables", "-w", "-I", "INPUT", "-j", chainIn},
@@ -85,6 +89,23 @@ func (h *hostSetup) setup(ctx context.Context) (err error) {
 		return fmt.Errorf("single-address setup: rp_filter of %s: %w", TUNName, err)
 	}
 	return nil
+}
+
+// acceptRule is the rule that takes a SYN the kernel path placed on this
+// node: from the cluster MAC (a client's own SYN never is), IP ID = tag.
+func (h *hostSetup) acceptRule(op string, tag int) []string {
+	r := []string{"iptables", "-w", op, chainIn}
+	if op == "-R" {
+		r = append(r, "1")
+	}
+	return append(r, "-i", h.iface, "-d", h.addr.Addr().String(), "-p", "tcp", "--dport", fmt.Sprint(h.port), "--syn",
+		"-m", "mac", "--mac-source", h.mac.String(), "-m", "u32", "--u32", fmt.Sprintf("4>>16=%#x", tag), "-j", "ACCEPT")
+}
+
+// acceptTag makes this node take the SYNs tagged tag (master rank << 8 |
+// this node's rank; noTag: none).
+func (h *hostSetup) acceptTag(ctx context.Context, tag int) error {
+	return run(ctx, h.acceptRule("-R", tag)...)
 }
 
 // teardown removes what setup installs; absent pieces are fine.

@@ -72,6 +72,9 @@ type Config struct {
 	// SYNPort, in single-address mode, is the UDP port on which every
 	// node receives the SYNs the master forwards (default 7945).
 	SYNPort int
+	// SYNPath, in single-address mode, is how SYNs are placed (dsc.Path*;
+	// default auto).
+	SYNPath string
 	// OnRole, in single-address mode, is told when this node takes the
 	// role (true) and gives it up (false).
 	OnRole func(active bool)
@@ -368,6 +371,9 @@ func (d *Door) release(why string) {
 		d.dropVIP()
 	}
 }
+
+// Policy names the scheduling policy in force.
+func (d *Door) Policy() string { return d.sched.PolicyName() }
 
 // Choose places a new connection by the policy (single-address mode: a
 // client SYN the master tapped); it counts as a decision.

@@ -7,8 +7,10 @@ import (
 	"net/netip"
 	"strconv"
 
+	"github.com/mure-dev/mure/internal/dispatch"
 	"github.com/mure-dev/mure/internal/dsc"
 	"github.com/mure-dev/mure/internal/frontdoor"
+	"github.com/mure-dev/mure/internal/meta"
 )
 
 // DefaultSYNPort is where single-address nodes receive forwarded SYNs.
@@ -42,9 +44,19 @@ func (n *Node) startSingleAddress(ctx context.Context, fc frontdoor.Config, key 
 	}
 	n.dsc, err = dsc.Start(ctx, dsc.Config{
 		Addr: prefix, Port: ap.Port(), Iface: fc.VIPIface,
-		Listen: net.JoinHostPort(host, strconv.Itoa(port)), Key: key, Self: n.ID(),
-		Choose:    func(c netip.AddrPort) (string, bool) { return n.door.Choose(c) },
-		AgentAddr: agentAddr,
+		Listen: net.JoinHostPort(host, strconv.Itoa(port)), Key: key, Self: n.ID(), SYNPath: fc.SYNPath,
+		Members: func() []string {
+			var ids []string
+			for _, m := range n.cl.Members() {
+				if m.State != "" && m.State != meta.NodeRemoved { // the catalogue's: the same on every node
+					ids = append(ids, m.ID)
+				}
+			}
+			return ids
+		},
+		KernelPolicy: func() bool { return n.door.Policy() == dispatch.NameRoundRobin },
+		Choose:       func(c netip.AddrPort) (string, bool) { return n.door.Choose(c) },
+		AgentAddr:    agentAddr,
 		Nodes: func() []string {
 			var ids []string
 			for _, m := range n.cl.Members() {

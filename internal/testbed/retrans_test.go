@@ -30,9 +30,15 @@ import (
 // port held by a surviving node must have seen exactly one SYN-ACK sequence
 // number throughout.
 func TestSingleAddressRetransmittedSYN(t *testing.T) {
+	for _, path := range synPaths {
+		t.Run(path, func(t *testing.T) { testRetransmittedSYN(t, path) })
+	}
+}
+
+func testRetransmittedSYN(t *testing.T, path string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	tb, cip := upSingle(t, ctx, "mtbr-", "10.77.190.0/24", 1)
+	tb, cip := upSingle(t, ctx, "mtbr-", "10.77.190.0/24", 1, path)
 	defer tb.Down(context.Background())
 	client := tb.Clients()[0]
 	// The client's kernel knows none of these handshakes: its RSTs would

@@ -25,9 +25,18 @@ import (
 // (status 200, the body of a /healthz), and the connections spread within
 // one of even.
 func TestSingleAddress(t *testing.T) {
+	for _, path := range synPaths {
+		t.Run(path, func(t *testing.T) { testSingleAddress(t, path) })
+	}
+}
+
+// synPaths are the ways a master places SYNs that the tests run through.
+var synPaths = []string{"kernel", "user"}
+
+func testSingleAddress(t *testing.T, path string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	tb, cip := upSingle(t, ctx, "mtbs-", "10.77.194.0/24", 2)
+	tb, cip := upSingle(t, ctx, "mtbs-", "10.77.194.0/24", 2, path)
 	defer tb.Down(context.Background())
 	cfg := tb.Config
 
@@ -167,10 +176,10 @@ func TestSingleAddress(t *testing.T) {
 }
 
 // upSingle brings up 3 servers in single-address mode (round robin, fast
-// timing) and the given number of client hosts on a hub, and waits until
+// timing, SYNs placed by path) and the given number of client hosts on a hub, and waits until
 // one SYN master is recognised by every node. It returns the testbed and
 // the cluster address (clients reach the nodes at cip:8080).
-func upSingle(t *testing.T, ctx context.Context, prefix, subnet string, clients int) (*Testbed, string) {
+func upSingle(t *testing.T, ctx context.Context, prefix, subnet string, clients int, path string) (*Testbed, string) {
 	t.Helper()
 	if err := Available(); err != nil {
 		t.Skipf("testbed unavailable here: %v", err)
@@ -185,24 +194,35 @@ func upSingle(t *testing.T, ctx context.Context, prefix, subnet string, clients 
 	}
 	cip := (&Testbed{Config: cfg}).ClusterAddr()
 	cfg.NodeArgs = []string{"--timing", "fast", "--front", cip + ":8080", "--front-mode", "single-address",
-		"--front-vip", cip + "/24", "--front-iface", "eth1", "--front-policy", "round-robin"}
+		"--front-vip", cip + "/24", "--front-iface", "eth1", "--front-policy", "round-robin", "--front-syn-path", path}
 	tb, err := Up(ctx, cfg)
 	if err != nil {
 		t.Fatalf("up: %v", err)
 	}
 	waitFor(t, "one SYN master that every node recognises", func() bool {
-		masters, holders := 0, map[string]bool{}
+		masters, holders, tagMasters := 0, map[string]bool{}, map[string]bool{}
 		for _, h := range tb.Servers() {
 			st, err := singleStatus(ctx, h)
 			if err != nil {
 				return false
 			}
+			if path == "kernel" {
+				// every node takes the tags of the same master, ranked among 3
+				m, _, ok := strings.Cut(st.Tag, "/")
+				if !ok || !strings.HasSuffix(st.Tag, " of 3") {
+					return false
+				}
+				tagMasters[m] = true
+			}
 			if st.Master {
+				if st.Path != path {
+					t.Fatalf("the master places SYNs by the %q path, want %q", st.Path, path)
+				}
 				masters++
 			}
 			holders[st.holder] = true
 		}
-		return masters == 1 && len(holders) == 1 && !holders[""]
+		return masters == 1 && len(holders) == 1 && !holders[""] && len(tagMasters) <= 1
 	})
 	return tb, cip
 }
@@ -286,6 +306,8 @@ func untilConnects(t *testing.T, ctx context.Context, tb *Testbed, client *Host,
 type singleStats struct {
 	holder   string // the dispatcher role's holder in the node's view
 	Master   bool   `json:"master"`
+	Path     string `json:"path"`
+	Tag      string `json:"accept_tag"`
 	Injected uint64 `json:"injected"`
 	Tapped   uint64 `json:"tapped"`
 	Refused  uint64 `json:"refused"`

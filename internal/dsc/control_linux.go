@@ -1,0 +1,207 @@
+package dsc
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+const (
+	// controlEvery is how often the control loop looks at the role, the
+	// membership and the policy (and renews the kernel path's lease).
+	controlEvery = 50 * time.Millisecond
+	// kernelLease is how long the kernel path places SYNs without hearing
+	// from this process: a paused master stops placing after it.
+	kernelLease = 400 * time.Millisecond
+	// noTag is a tag no master gives (ranks are below maxRanks).
+	noTag = 0xffff
+)
+
+// controlState is what the control loop remembers between ticks.
+type controlState struct {
+	leading bool   // this node places SYNs
+	tag     int    // the tag its filter accepts now
+	conf    string // the kernel configuration last written, less the lease
+}
+
+// SetMaster hands this node the SYN master's part or takes it back (the
+// dispatcher role moved); the control loop acts on it at once.
+func (a *Agent) SetMaster(on bool) {
+	a.want.Store(on)
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (a *Agent) controlLoop(ctx context.Context) {
+	t := time.NewTicker(controlEvery)
+	defer t.Stop()
+	for {
+		a.control(ctx)
+		select {
+		case <-ctx.Done():
+			a.closeTap()
+			return
+		case <-t.C:
+		case <-a.kick:
+		}
+	}
+}
+
+// control brings the node in line with the role, the membership and the
+// policy: the tag its filter accepts (the recognised master's), whether it
+// places SYNs, and by which path.
+func (a *Agent) control(ctx context.Context) {
+	ranks := rankOf(a.cfg.Members())
+	self, okSelf := ranks[a.cfg.Self]
+	recognised := a.cfg.Recognised()
+	master, okMaster := ranks[recognised]
+	isn := a.cfg.SYNPath == PathISN
+	if isn {
+		master, okMaster = self, okSelf
+	}
+	if a.kp != nil {
+		tag := noTag
+		if okSelf && okMaster {
+			tag = master<<8 | self
+		}
+		if tag != a.ctl.tag {
+			if err := a.host.acceptTag(ctx, tag); err != nil {
+				a.log.Error("cannot set the tag this node accepts", "err", err)
+			} else {
+				a.ctl.tag = tag
+				a.tag.Store("")
+				if tag != noTag {
+					a.tag.Store(fmt.Sprintf("%d/%d of %d", tag>>8, tag&0xff, len(ranks)))
+				}
+			}
+		}
+	}
+	if isn {
+		// 001's static baseline: every node takes the SYNs whose ISN
+		// modulo the number of nodes is its rank; there is no master.
+		a.configure(kernelConfig{ISN: true, Master: self, Self: self, Ring: seq(len(ranks))})
+		a.path.Store(PathISN)
+		return
+	}
+	// Fencing: place nothing while another master is recognised here.
+	want := a.want.Load() && recognised == a.cfg.Self
+	switch {
+	case want && !a.ctl.leading:
+		entries := a.rebuild(rebuildWait)
+		if a.kp != nil {
+			byRank := map[int][]netip.AddrPort{}
+			for node, clients := range entries {
+				if r, ok := ranks[node]; ok {
+					byRank[r] = clients
+				}
+			}
+			if err := a.kp.remember(byRank); err != nil {
+				a.log.Warn("the kernel path's SYN table is incomplete", "err", err)
+			}
+		}
+		a.ctl.leading = true
+		a.leader.Store(true)
+		a.log.Info("SYN master on")
+	case !want && a.ctl.leading:
+		a.ctl.leading = false
+		a.leader.Store(false)
+		a.closeTap()
+		a.log.Info("SYN master off")
+	}
+	conf := kernelConfig{Master: master, Self: self}
+	switch {
+	case a.ctl.leading && a.kp != nil && a.cfg.KernelPolicy():
+		a.closeTap()
+		conf.Lease = kernelLease
+		for _, id := range a.cfg.Nodes() {
+			if r, ok := ranks[id]; ok {
+				conf.Alive = append(conf.Alive, r)
+			}
+		}
+		slices.Sort(conf.Alive)
+		conf.Ring = conf.Alive
+		a.path.Store(PathKernel)
+	case a.ctl.leading:
+		a.openTap()
+		a.path.Store(PathUser)
+	default:
+		a.path.Store("")
+	}
+	a.configure(conf)
+}
+
+// configure writes the kernel configuration when it changed or carries a
+// lease (renewed every tick).
+func (a *Agent) configure(c kernelConfig) {
+	if a.kp == nil {
+		return
+	}
+	key := c.String()
+	if c.Lease == 0 && key == a.ctl.conf {
+		return
+	}
+	if err := a.kp.configure(c); err != nil {
+		a.log.Error("cannot configure the kernel path", "err", err)
+		return
+	}
+	a.ctl.conf = key
+}
+
+// openTap starts the user path: the master's SYN tap and its loop.
+func (a *Agent) openTap() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.master != nil {
+		return
+	}
+	t, err := openTap(a.cfg.Iface, a.cfg.Addr.Addr(), a.cfg.Port)
+	if err != nil {
+		a.log.Error("cannot open the SYN tap", "err", err)
+		return
+	}
+	a.master = t
+	a.wg.Go(func() { a.masterLoop(t) })
+}
+
+func (a *Agent) closeTap() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.master != nil {
+		a.master.close()
+		a.master = nil
+	}
+}
+
+// rankOf numbers the cluster's nodes by sorted ID: every node computes the
+// same ranks from the same catalogue.
+func rankOf(ids []string) map[string]int {
+	sorted := slices.Sorted(maps.Keys(setOf(ids)))
+	r := make(map[string]int, len(sorted))
+	for i, id := range sorted {
+		if i < maxRanks {
+			r[id] = i
+		}
+	}
+	return r
+}
+
+func setOf(ids []string) map[string]bool {
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+func seq(n int) []int {
+	s := make([]int, min(n, maxRanks))
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
