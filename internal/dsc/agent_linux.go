@@ -98,6 +98,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		host: hostSetup{iface: cfg.Iface, addr: cfg.Addr, mac: cfg.MAC, port: cfg.Port}}
 	a.path.Store("")
 	a.tag.Store("")
+	a.ctl.tag = noTag // what setup installed
 	if err := a.host.setup(ctx); err != nil {
 		return nil, err
 	}

@@ -74,12 +74,13 @@ func (a *Agent) control(ctx context.Context) {
 				a.log.Error("cannot set the tag this node accepts", "err", err)
 			} else {
 				a.ctl.tag = tag
-				a.tag.Store("")
-				if tag != noTag {
-					a.tag.Store(fmt.Sprintf("%d/%d of %d", tag>>8, tag&0xff, len(ranks)))
-				}
 			}
 		}
+		desc := ""
+		if a.ctl.tag != noTag {
+			desc = fmt.Sprintf("%d/%d of %d", a.ctl.tag>>8, a.ctl.tag&0xff, len(ranks))
+		}
+		a.tag.Store(desc)
 	}
 	if isn {
 		// 001's static baseline: every node takes the SYNs whose ISN

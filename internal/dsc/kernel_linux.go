@@ -2,10 +2,12 @@ package dsc
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os/exec"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -20,6 +22,7 @@ type kernelPath struct {
 	prog          *ebpf.Program
 	link          link.Link
 	ifindex       int
+	veth          bool // redirect into the peer's ingress
 	mac           net.HardwareAddr
 }
 
@@ -46,7 +49,7 @@ func loadKernelPath(iface string, dst netip.Addr, port uint16, mac net.HardwareA
 	if err != nil {
 		return nil, fmt.Errorf("single-address kernel path: %w", err)
 	}
-	k := &kernelPath{ifindex: ifi.Index, mac: mac}
+	k := &kernelPath{ifindex: ifi.Index, mac: mac, veth: isVeth(iface)}
 	cs, ss, ys := kernelMaps()
 	if k.cfg, err = ebpf.NewMap(cs); err == nil {
 		if k.st, err = ebpf.NewMap(ss); err == nil {
@@ -115,6 +118,9 @@ func (k *kernelPath) configure(c kernelConfig) error {
 	if c.ISN {
 		ne.PutUint32(b[cfgMode:], modeISN)
 	}
+	if k.veth {
+		ne.PutUint32(b[cfgPeer:], 1)
+	}
 	copy(b[cfgMAC:cfgMAC+6], k.mac)
 	for i, r := range c.Ring {
 		ne.PutUint32(b[cfgRing+4*i:], uint32(r))
@@ -164,6 +170,20 @@ func (k *kernelPath) stats() kernelStats {
 	ne := binary.NativeEndian
 	return kernelStats{Placed: ne.Uint64(b[stPlaced:]), Retransmitted: ne.Uint64(b[stRetrans:]), Expired: ne.Uint64(b[stExpired:]),
 		Accepted: ne.Uint64(b[stAccepted:])}
+}
+
+// isVeth reports whether iface is a veth (the testbed's links).
+func isVeth(iface string) bool {
+	out, err := exec.Command("ip", "-d", "-j", "link", "show", "dev", iface).Output()
+	if err != nil {
+		return false
+	}
+	var links []struct {
+		Info struct {
+			Kind string `json:"info_kind"`
+		} `json:"linkinfo"`
+	}
+	return json.Unmarshal(out, &links) == nil && len(links) == 1 && links[0].Info.Kind == "veth"
 }
 
 // monotonic is CLOCK_MONOTONIC, the program's clock (bpf_ktime_get_ns).

@@ -86,6 +86,18 @@ func TestKernelPathMaster(t *testing.T) {
 			t.Fatalf("SYN %d: checksums broken by the tag", i)
 		}
 	}
+	// On a veth the SYN goes straight into the peer's ingress: also a redirect.
+	k.veth = true
+	if err := k.configure(conf); err != nil {
+		t.Fatal(err)
+	}
+	if verdict, out := runKernel(t, k, clientSYN(40003, 1)); verdict != tcxRedirect || out[19] != 0 {
+		t.Fatalf("on a veth: verdict %d, rank %d; want a redirect to rank 0", verdict, out[19])
+	}
+	k.veth = false
+	if err := k.configure(conf); err != nil {
+		t.Fatal(err)
+	}
 	// A retransmission goes to the same node, however the ring moved.
 	if _, out := runKernel(t, k, clientSYN(40000, 1)); out[19] != 0 {
 		t.Fatalf("retransmitted SYN placed on rank %d, want 0 (where its first copy went)", out[19])
@@ -147,8 +159,8 @@ func TestKernelPathMaster(t *testing.T) {
 		t.Fatalf("without a lease: verdict %d, IP ID %x; want it untouched", verdict, out[18:20])
 	}
 	st := k.stats()
-	if st.Placed != 4 || st.Retransmitted != 3 || st.Expired != 1 || st.Accepted != 2 {
-		t.Fatalf("counters %+v, want 4 placed, 3 retransmitted, 1 expired, 2 accepted (its own pick and the tagged SYN)", st)
+	if st.Placed != 5 || st.Retransmitted != 3 || st.Expired != 1 || st.Accepted != 3 {
+		t.Fatalf("counters %+v, want 5 placed, 3 retransmitted, 1 expired, 3 accepted (its own two picks and the tagged SYN)", st)
 	}
 }
 

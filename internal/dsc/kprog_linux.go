@@ -28,6 +28,7 @@ const (
 	cfgAlive   = 24 // u64: bit r set = rank r is alive
 	cfgMode    = 32 // u32: modeMaster or modeISN
 	cfgMAC     = 36 // [6]byte: the cluster MAC
+	cfgPeer    = 44 // u32: 1 = the interface is a veth: hand SYNs straight to its peer's ingress
 	cfgRing    = 48 // [maxRanks]u32: ranks, taken in turn (master) or by ISN (isn)
 	cfgSize    = cfgRing + 4*maxRanks
 
@@ -209,7 +210,13 @@ func kernelProgram(cfg, st, syns *ebpf.Map, dst netip.Addr, port uint16) asm.Ins
 		asm.JNE.Reg(R2, R3, "out"),
 		asm.Mov.Imm(R3, 1).WithSymbol("accepted"), asm.AddAtomic.Mem(stats, R3, asm.DWord, stAccepted),
 		asm.Mov.Imm(R0, tcxPass), asm.Return(),
-		asm.LoadMem(R1, conf, cfgIfindex, asm.Word).WithSymbol("out"), asm.Mov.Imm(R2, 0),
+		// out on the segment: on a veth straight into its peer (no second
+		// pass through this host's queue and backlog), else the NIC's egress
+		asm.LoadMem(R2, conf, cfgPeer, asm.Word).WithSymbol("out"), asm.JEq.Imm(R2, 0, "egress"),
+		asm.LoadMem(R1, conf, cfgIfindex, asm.Word), asm.Mov.Imm(R2, 0),
+		asm.FnRedirectPeer.Call(),
+		asm.Return(),
+		asm.LoadMem(R1, conf, cfgIfindex, asm.Word).WithSymbol("egress"), asm.Mov.Imm(R2, 0),
 		asm.FnRedirect.Call(),
 		asm.Return(),
 	)

@@ -163,7 +163,6 @@ func testSingleAddress(t *testing.T, path string) {
 	if err := tb.Signal(master, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	killed := time.Now()
 	window := untilConnects(t, ctx, tb, client, cfg.Binary, "http://"+cip+":8080/healthz")
 	dl.Wait()
 	g := readConnReport(t, report)
@@ -172,7 +171,55 @@ func testSingleAddress(t *testing.T, path string) {
 	}
 	t.Logf("master %s killed during 3 transfers of %d MiB: %d finished intact (length checked), %d broke (its own); new connections answered again %v after the kill",
 		master.Name, size>>20, g.Requests-g.Errors, g.Errors, window.Round(time.Millisecond))
-	_ = killed
+
+	// Two nodes left. The one that is not the master dies during two
+	// transfers, one on each: only its own breaks, and the last node
+	// then takes every new connection.
+	last := masterHost(ctx, t, tb)
+	var member *Host
+	for _, h := range tb.Servers() {
+		if h != master && h != last {
+			member = h
+		}
+	}
+	report = filepath.Join(t.TempDir(), "two.json")
+	dl = tb.Command(ctx, client, cfg.Binary, "bench", "conn-rate", "--url", big, "--node", last.HTTP(),
+		"--clients", "2", "--count", "2", "--duration", "0", "--length", fmt.Sprint(size), "--timeout", "8s", "--json", report)
+	before = injectedTotal(ctx, t, tb)
+	if err := dl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the two transfers to be placed", func() bool { return injectedTotal(ctx, t, tb) >= before+2 })
+	if err := tb.Signal(member, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	memberKilled := time.Now()
+	dl.Wait()
+	g = readConnReport(t, report)
+	if g.Requests-g.Errors < 1 || g.Errors > 1 {
+		t.Fatalf("transfers while a member died: %d, %d failed %v; want the master's own intact", g.Requests, g.Errors, g.ErrorKinds)
+	}
+	untilAllConnect(t, ctx, tb, client, cfg.Binary, "http://"+cip+":8080/healthz", last, 10)
+	t.Logf("member %s killed during 2 transfers: %d intact, %d broke (its own); 10 new connections in a row answered by the last node %s %v after the kill",
+		member.Name, g.Requests-g.Errors, g.Errors, last.Name, time.Since(memberKilled).Round(time.Millisecond))
+}
+
+// untilAllConnect opens batches of n new connections from client to url
+// until a whole batch is answered.
+func untilAllConnect(t *testing.T, ctx context.Context, tb *Testbed, client *Host, bin, url string, node *Host, n int) {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < 30*time.Second {
+		report := filepath.Join(t.TempDir(), "batch.json")
+		err := tb.Command(ctx, client, bin, "bench", "conn-rate", "--url", url, "--node", node.HTTP(),
+			"--clients", "1", "--count", fmt.Sprint(n), "--duration", "0", "--timeout", "2s", "--json", report).Run()
+		if err == nil {
+			if r := readConnReport(t, report); r.Errors == 0 && r.Requests == int64(n) {
+				return
+			}
+		}
+	}
+	t.Fatalf("no batch of %d new connections all answered within 30 s", n)
 }
 
 // upSingle brings up 3 servers in single-address mode (round robin, fast
@@ -206,8 +253,9 @@ func upSingle(t *testing.T, ctx context.Context, prefix, subnet string, clients 
 			if err != nil {
 				return false
 			}
-			if path == "kernel" {
-				// every node takes the tags of the same master, ranked among 3
+			if path == "kernel" || path == "isn-hash" {
+				// every node takes the tags of the same master (isn-hash: its
+				// own), ranked among 3
 				m, _, ok := strings.Cut(st.Tag, "/")
 				if !ok || !strings.HasSuffix(st.Tag, " of 3") {
 					return false
@@ -221,6 +269,9 @@ func upSingle(t *testing.T, ctx context.Context, prefix, subnet string, clients 
 				masters++
 			}
 			holders[st.holder] = true
+		}
+		if path == "isn-hash" {
+			return len(tagMasters) == 3 // every node takes its own share
 		}
 		return masters == 1 && len(holders) == 1 && !holders[""] && len(tagMasters) <= 1
 	})
@@ -376,4 +427,34 @@ func masterHost(ctx context.Context, t *testing.T, tb *Testbed) *Host {
 		return m != nil
 	})
 	return m
+}
+
+// TestSingleAddressISN: 001's static baseline. No master: each of 3 nodes
+// takes the SYNs whose initial sequence number modulo 3 is its rank. 30 new
+// connections (random ISNs) are all answered, and every node takes some.
+func TestSingleAddressISN(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tb, cip := upSingle(t, ctx, "mtbi-", "10.77.192.0/24", 1, "isn-hash")
+	defer tb.Down(context.Background())
+	report := filepath.Join(t.TempDir(), "isn.json")
+	if out, err := tb.Command(ctx, tb.Clients()[0], tb.Config.Binary, "bench", "conn-rate", "--url", "http://"+cip+":8080/healthz",
+		"--node", tb.ServerHTTP()[0], "--clients", "1", "--count", "30", "--duration", "0", "--timeout", "5s", "--json", report).CombinedOutput(); err != nil {
+		t.Fatalf("connections: %v\n%s", err, out)
+	}
+	if r := readConnReport(t, report); r.Errors != 0 || r.Requests != 30 {
+		t.Fatalf("30 connections by ISN: %+v", r)
+	}
+	counts := map[string]uint64{}
+	for _, h := range tb.Servers() {
+		st, err := singleStatus(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Injected == 0 {
+			t.Fatalf("%s took no connection (tag %q): %v", h.Name, st.Tag, counts)
+		}
+		counts[h.Name] = st.Injected
+	}
+	t.Logf("30 connections by ISN modulo 3, all answered: taken per node %v", counts)
 }

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Paper 001's CGI experiment through the single-address mode (testbed, root),
+# the same setup as the L7 front door's runs in docs/benchmarks.md: 4 server
+# hosts of 0.3 core, 3 client hosts, scripts/cgi/work.py?n=100000 at 21.8 new
+# connections/s (85% of round robin's capacity) for DURATION after a 5 s
+# warm-up. Policies: round robin (kernel path), least connections and p2c
+# (user path: auto switches when the policy changes), then the paper's own
+# baseline on a fresh cluster: isn-hash (each node takes the SYNs whose ISN
+# modulo 4 is its rank; no master).
+#   scripts/bench/001-single-cgi.sh [OUT] [DURATION]
+#   (default docs/bench/001-single, 60s)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-docs/bench/001-single}
+dur=${2:-60s}
+mkdir -p "$out"
+work=$(mktemp -d)
+bin=$work/mure
+go build -o "$bin" ./cmd/mure
+tb() { "$bin" testbed --prefix mb1c- --dir "$work/tb" "$@"; }
+trap 'tb down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT INT TERM
+cip=10.77.1.10
+url="http://$cip:8080/cgi/work.py?n=100000"
+up() { # $1: SYN path
+  tb down >/dev/null 2>&1 || true
+  tb up --hub --servers 4 --clients 3 --server-cpu 0.3 --client-cpu 0.1 --client-link 200mbit --data-size 256 \
+    --node-args "--cgi-dir $PWD/scripts/cgi --front $cip:8080 --front-mode single-address --front-vip $cip/24 --front-iface eth1 --front-policy round-robin --front-syn-path $1" >/dev/null
+  sleep 3 # the master elected, every node's filter set up
+}
+run() { # $1: series name
+  "$bin" testbed bench conn-rate --dir "$work/tb" --url "$url" --rate 21.8 --clients 6 --duration "$dur" --warmup 5s --timeout 30s \
+    --policy "$1" --label "single-address, 4 nodes of 0.3 core" --json "$out/cgi-$1.json" | tail -n +1
+}
+up auto
+run single-round-robin
+for p in least-connections p2c; do
+  "$bin" config --node 10.77.0.11:7946 set dispatch.policy "$p" >/dev/null
+  sleep 1
+  run "single-$p"
+done
+up isn-hash
+run single-isn-hash
+"$bin" bench combine "$out"/cgi-single-*.json --chart docs/img/001-single.png >/dev/null
