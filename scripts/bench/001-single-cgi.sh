@@ -7,12 +7,13 @@
 # (user path: auto switches when the policy changes), then the paper's own
 # baseline on a fresh cluster: isn-hash (each node takes the SYNs whose ISN
 # modulo 4 is its rank; no master).
-#   scripts/bench/001-single-cgi.sh [OUT] [DURATION]
-#   (default docs/bench/001-single, 60s)
+#   scripts/bench/001-single-cgi.sh [OUT] [DURATION] [WHAT]
+#   (default docs/bench/001-single, 60s, all; WHAT=isn-hash runs the baseline only)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-docs/bench/001-single}
 dur=${2:-60s}
+what=${3:-all}
 mkdir -p "$out"
 work=$(mktemp -d)
 bin=$work/mure
@@ -31,13 +32,15 @@ run() { # $1: series name
   "$bin" testbed bench conn-rate --dir "$work/tb" --url "$url" --rate 21.8 --clients 6 --duration "$dur" --warmup 5s --timeout 30s \
     --policy "$1" --label "single-address, 4 nodes of 0.3 core" --json "$out/cgi-$1.json" | tail -n +1
 }
-up auto
-run single-round-robin
-for p in least-connections p2c; do
-  "$bin" config --node 10.77.0.11:7946 set dispatch.policy "$p" >/dev/null
-  sleep 1
-  run "single-$p"
-done
+if [ "$what" = all ]; then
+  up auto
+  run single-round-robin
+  for p in least-connections p2c; do
+    "$bin" config --node 10.77.0.11:7946 set dispatch.policy "$p" >/dev/null
+    sleep 1
+    run "single-$p"
+  done
+fi
 up isn-hash
 run single-isn-hash
 "$bin" bench combine "$out"/cgi-single-*.json --chart docs/img/001-single.png >/dev/null
