@@ -28,7 +28,7 @@ type benchFlags struct {
 	count                        int64
 	rate                         float64
 	jsonFile, chartFile, label   string
-	url, policy                  string
+	url, policy, sha256          string
 	length                       int64
 }
 
@@ -69,6 +69,7 @@ func newBenchFlagSet(stderr io.Writer) (*flag.FlagSet, *benchFlags) {
 	fs.StringVar(&bf.label, "label", "", "free `TEXT` shown in the table, JSON and chart (e.g. \"2 nodes, loopback\")")
 	fs.StringVar(&bf.url, "url", "", "conn-rate: the page `URL` to GET, a new connection per request, redirects followed (e.g. http://FRONT/cgi/work.py?n=200000)")
 	fs.Int64Var(&bf.length, "length", 0, "conn-rate: the body length in `BYTES` every reply must have (0: any non-empty body)")
+	fs.StringVar(&bf.sha256, "sha256", "", "conn-rate: the SHA-256 (`HEX`) every reply's body must have (a mismatch is the error kind content)")
 	fs.StringVar(&bf.policy, "policy", "", "conn-rate: `NAME` of the dispatch policy the cluster runs, naming the series (e.g. round-robin)")
 	return fs, bf
 }
@@ -173,8 +174,8 @@ func writeBenchOutputs(stdout io.Writer, bf *benchFlags, rep *bench.Report) erro
 // holds the flags given on the command line.
 func (bf *benchFlags) params(sc bench.Scenario, set map[string]bool) (bench.Params, error) {
 	p := bench.Params{Token: bf.token, Clients: bf.clients, Reps: bf.reps, Label: bf.label,
-		URL: bf.url, Length: bf.length, Policy: bf.policy}
-	for _, name := range []string{"files", "sizes", "op", "sets", "url", "length", "policy"} {
+		URL: bf.url, Length: bf.length, Policy: bf.policy, SHA256: strings.ToLower(bf.sha256)}
+	for _, name := range []string{"files", "sizes", "op", "sets", "url", "length", "policy", "sha256"} {
 		if set[name] && !slices.Contains(sc.Uses, name) {
 			return p, fmt.Errorf("--%s is not used by %s", name, sc.Name)
 		}

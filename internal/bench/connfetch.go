@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -31,18 +33,19 @@ var errEmptyBody = errors.New("empty body")
 // as with httperf's one call per connection in the paper.
 type fetcher struct {
 	url       string
-	length    int64 // expected body length, 0: any but empty
+	length    int64  // expected body length, 0: any but empty
+	sum       string // expected SHA-256 (hex), "": not checked
 	transport *http.Transport
 }
 
-func newFetcher(url string, length int64) *fetcher {
+func newFetcher(url string, length int64, sum string) *fetcher {
 	t := &http.Transport{
 		// no proxy: the load goes straight to the front door
 		DialContext:        (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: -1}).DialContext,
 		DisableKeepAlives:  true,
 		DisableCompression: true, // measure the page as served
 	}
-	return &fetcher{url: url, length: length, transport: t}
+	return &fetcher{url: url, length: length, sum: sum, transport: t}
 }
 
 func (f *fetcher) close() { f.transport.CloseIdleConnections() }
@@ -105,7 +108,12 @@ func (f *fetcher) readBody(resp *http.Response, url string) (int64, error) {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 		return 0, &client.APIError{Status: resp.StatusCode, Node: resp.Request.URL.Host, Message: string(msg)}
 	}
-	n, err := io.Copy(io.Discard, resp.Body)
+	var w io.Writer = io.Discard
+	h := sha256.New()
+	if f.sum != "" {
+		w = h
+	}
+	n, err := io.Copy(w, resp.Body)
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF) && resp.ContentLength >= 0:
 		return n, &LengthError{Path: url, Got: n, Want: resp.ContentLength}
@@ -115,6 +123,8 @@ func (f *fetcher) readBody(resp *http.Response, url string) (int64, error) {
 		return n, &LengthError{Path: url, Got: n, Want: f.length}
 	case n == 0 && f.length == 0:
 		return 0, fmt.Errorf("GET %s: %w", url, errEmptyBody)
+	case f.sum != "" && hex.EncodeToString(h.Sum(nil)) != f.sum:
+		return n, &ContentError{Path: url, Got: hex.EncodeToString(h.Sum(nil)), Want: f.sum}
 	}
 	return n, nil
 }

@@ -3,9 +3,12 @@ package bench
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/mure-dev/mure/internal/pause"
@@ -31,7 +34,7 @@ func RunConnRate(ctx context.Context, p Params) (*Report, error) {
 	if err := p.checkConn(); err != nil {
 		return nil, err
 	}
-	f := newFetcher(p.URL, p.Length)
+	f := newFetcher(p.URL, p.Length, p.SHA256)
 	defer f.close()
 	rep := newConnReport(&p)
 	g := newConnGroup(&p)
@@ -133,8 +136,15 @@ func (p *Params) checkConn() error {
 		return fmt.Errorf("bad URL %q: want http://HOST[:PORT]/PATH", p.URL)
 	case p.Length < 0:
 		return fmt.Errorf("length must not be negative (got %d)", p.Length)
+	case p.SHA256 != "" && !isSHA256(p.SHA256):
+		return fmt.Errorf("sha256 %q: want 64 lowercase hex digits", p.SHA256)
 	}
 	return p.checkLoad()
+}
+
+func isSHA256(s string) bool {
+	b, err := hex.DecodeString(s)
+	return err == nil && len(b) == sha256.Size && s == strings.ToLower(s)
 }
 
 func newConnReport(p *Params) *Report {

@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"maps"
 	"math"
 	"strings"
@@ -109,21 +111,23 @@ func TestConnRateErrors(t *testing.T) {
 		fail   string // the node's
 		loop   string // the front door's
 		length int64
+		sum    string
 		kind   string
 	}{
-		{"node answers 500", "500", "", 0, "http_500"},
-		{"short body", "short", "", 0, KindLength},
-		{"wrong length", "", "", int64(len(pageBody)) + 1, KindLength},
-		{"empty body", "empty", "", 0, KindEmpty},
-		{"redirect to itself", "", "self", 0, KindRedirect},
-		{"endless redirects", "", "chain", 0, KindRedirect},
-		{"node never answers", "hang", "", 0, KindTimeout},
+		{"node answers 500", "500", "", 0, "", "http_500"},
+		{"short body", "short", "", 0, "", KindLength},
+		{"wrong length", "", "", int64(len(pageBody)) + 1, "", KindLength},
+		{"wrong content", "", "", int64(len(pageBody)), strings.Repeat("ab", 32), KindContent},
+		{"empty body", "empty", "", 0, "", KindEmpty},
+		{"redirect to itself", "", "self", 0, "", KindRedirect},
+		{"endless redirects", "", "chain", 0, "", KindRedirect},
+		{"node never answers", "hang", "", 0, "", KindTimeout},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			n := newPageNode(t, 0.1, 0, tt.fail)
 			front := newFrontDoor(t, tt.loop, n)
 			p := connParams(front, 6, n)
-			p.Length = tt.length
+			p.Length, p.SHA256 = tt.length, tt.sum
 			if tt.fail == "hang" {
 				p.Load.Timeout = 20 * time.Millisecond
 			}
@@ -153,6 +157,8 @@ func TestConnRateProxied(t *testing.T) {
 	front := newFrontDoor(t, "")
 	p := connParams(front, 8)
 	p.Policy, p.Length = "", int64(len(pageBody))
+	sum := sha256.Sum256([]byte(pageBody)) // every body checked whole
+	p.SHA256 = hex.EncodeToString(sum[:])
 	rep, err := RunConnRate(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)

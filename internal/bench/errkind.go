@@ -18,6 +18,7 @@ const (
 	KindLength    = "length"        // a read returned the wrong number of bytes
 	KindEmpty     = "empty"         // conn-rate: a 200 answer without a body
 	KindRedirect  = "redirect_loop" // conn-rate: redirected back to a visited URL, or too often
+	KindContent   = "content"       // conn-rate: a body of the right length whose SHA-256 differs
 )
 
 // errNoData: a read has no file to read.
@@ -33,12 +34,24 @@ func (e *LengthError) Error() string {
 	return fmt.Sprintf("%s: read %d bytes, want %d", e.Path, e.Got, e.Want)
 }
 
+// ContentError is the error of a body whose digest is not the expected one.
+type ContentError struct {
+	Path, Got, Want string // hex digests
+}
+
+func (e *ContentError) Error() string {
+	return fmt.Sprintf("%s: body SHA-256 %s, want %s", e.Path, e.Got, e.Want)
+}
+
 // ErrorKind classifies the error of a request: "http_<status>" for an error
 // answer of a node, or one of the Kind constants.
 func ErrorKind(err error) string {
 	var ae *client.APIError
 	var le *LengthError
+	var ce *ContentError
 	switch {
+	case errors.As(err, &ce):
+		return KindContent
 	case errors.As(err, &ae):
 		return "http_" + strconv.Itoa(ae.Status)
 	case errors.As(err, &le):

@@ -34,6 +34,8 @@ type Params struct {
 	URL    string `json:",omitempty"`
 	Length int64  `json:",omitempty"`
 	Policy string `json:",omitempty"`
+	// SHA256, when set (hex), is the digest every body must have.
+	SHA256 string `json:",omitempty"`
 
 	// For a run spread over several load generators (RunDistributed):
 	// ClientBase is the global index of this generator's first client
@@ -63,7 +65,7 @@ type Load struct {
 type Scenario struct {
 	Name, Summary string
 	// Uses lists the optional parameters the scenario reads, by flag name:
-	// "files", "sizes", "op", "sets", "url", "length", "policy". Nodes,
+	// "files", "sizes", "op", "sets", "url", "length", "policy", "sha256". Nodes,
 	// clients, reps and the load are used by all.
 	Uses []string
 	Run  func(ctx context.Context, p Params) (*Report, error)
@@ -76,7 +78,7 @@ var scenarios = []Scenario{
 	{
 		Name:       "conn-rate",
 		Summary:    "paper 001: new connections at a fixed rate to a dynamic page; connection, reply time and per-node CPU",
-		Uses:       []string{"url", "length", "policy"},
+		Uses:       []string{"url", "length", "policy", "sha256"},
 		Run:        RunConnRate,
 		Distribute: RunConnRateDistributed,
 	},

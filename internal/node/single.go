@@ -72,6 +72,9 @@ func (n *Node) startSingleAddress(ctx context.Context, fc frontdoor.Config, key 
 	if err != nil {
 		return err
 	}
+	if err := n.reg.Register(dsc.Collector(n.dsc.Stats)); err != nil {
+		n.log.Warn("single-address metrics not registered", "err", err)
+	}
 	ln, err := net.Listen("tcp", fc.Addr)
 	if err != nil {
 		n.dsc.Close(ctx)

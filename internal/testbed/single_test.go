@@ -3,8 +3,11 @@ package testbed
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -90,7 +93,7 @@ func testSingleAddress(t *testing.T, path string) {
 	// node: the two on the other nodes finish intact (the master is not on
 	// their path); the dead node's own breaks; new connections work again
 	// once another node is the master.
-	size := putEverywhere(t, ctx, tb, 16<<20)
+	size, sum := putEverywhere(t, ctx, tb, 16<<20)
 	client := tb.Clients()[0]
 
 	// The master is paused (SIGSTOP) during three transfers until another
@@ -101,7 +104,7 @@ func testSingleAddress(t *testing.T, path string) {
 	big := "http://" + cip + ":8080/files/single/big"
 	transfers := func(report string, timeout string) *exec.Cmd {
 		return tb.Command(ctx, client, cfg.Binary, "bench", "conn-rate", "--url", big,
-			"--node", tb.ServerHTTP()[0], "--clients", "3", "--count", "3", "--duration", "0", "--length", fmt.Sprint(size),
+			"--node", tb.ServerHTTP()[0], "--clients", "3", "--count", "3", "--duration", "0", "--length", fmt.Sprint(size), "--sha256", sum,
 			"--timeout", timeout, "--json", report)
 	}
 	pauseReport := filepath.Join(t.TempDir(), "pause.json")
@@ -169,7 +172,7 @@ func testSingleAddress(t *testing.T, path string) {
 	if g.Requests-g.Errors < 2 || g.Errors > 1 {
 		t.Fatalf("transfers while the master died: %d, %d failed %v; want the 2 on other nodes intact", g.Requests, g.Errors, g.ErrorKinds)
 	}
-	t.Logf("master %s killed during 3 transfers of %d MiB: %d finished intact (length checked), %d broke (its own); new connections answered again %v after the kill",
+	t.Logf("master %s killed during 3 transfers of %d MiB: %d finished intact (SHA-256 checked), %d broke (its own); new connections answered again %v after the kill",
 		master.Name, size>>20, g.Requests-g.Errors, g.Errors, window.Round(time.Millisecond))
 
 	// Two nodes left. The one that is not the master dies during two
@@ -184,7 +187,7 @@ func testSingleAddress(t *testing.T, path string) {
 	}
 	report = filepath.Join(t.TempDir(), "two.json")
 	dl = tb.Command(ctx, client, cfg.Binary, "bench", "conn-rate", "--url", big, "--node", last.HTTP(),
-		"--clients", "2", "--count", "2", "--duration", "0", "--length", fmt.Sprint(size), "--timeout", "8s", "--json", report)
+		"--clients", "2", "--count", "2", "--duration", "0", "--length", fmt.Sprint(size), "--sha256", sum, "--timeout", "8s", "--json", report)
 	before = injectedTotal(ctx, t, tb)
 	if err := dl.Start(); err != nil {
 		t.Fatal(err)
@@ -278,9 +281,10 @@ func upSingle(t *testing.T, ctx context.Context, prefix, subnet string, clients 
 	return tb, cip
 }
 
-// putEverywhere writes a file of size bytes through a node's own address
-// and waits until every running node serves it itself.
-func putEverywhere(t *testing.T, ctx context.Context, tb *Testbed, size int) int {
+// putEverywhere writes a file of size random bytes through a node's own
+// address and waits until every running node serves it itself. It returns
+// the size and the content's SHA-256 (hex), which every transfer checks.
+func putEverywhere(t *testing.T, ctx context.Context, tb *Testbed, size int) (int, string) {
 	t.Helper()
 	node := "http://" + tb.ServerHTTP()[0]
 	for k, v := range map[string]string{"resume": "immediate"} {
@@ -292,9 +296,7 @@ func putEverywhere(t *testing.T, ctx context.Context, tb *Testbed, size int) int
 		resp.Body.Close()
 	}
 	body := make([]byte, size)
-	for i := range body {
-		body[i] = byte(i * 7)
-	}
+	rand.NewChaCha8([32]byte{6}).Read(body)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, node+"/files/single/big", bytes.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode >= 300 {
@@ -318,7 +320,8 @@ func putEverywhere(t *testing.T, ctx context.Context, tb *Testbed, size int) int
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	return size
+	digest := sha256.Sum256(body)
+	return size, hex.EncodeToString(digest[:])
 }
 
 func injectedTotal(ctx context.Context, t *testing.T, tb *Testbed) uint64 {
