@@ -21,12 +21,15 @@ import (
 )
 
 // TestSingleAddress: three nodes own one address on a hub-mode client
-// network (paper 001's TCP-DSC on a stock kernel). Client hosts open new
-// connections to it; the master (the dispatcher role's holder) taps each
-// client SYN and sends it, by round robin, to a node, which injects it into
-// its TUN device and answers the client directly. Every answer is checked
-// (status 200, the body of a /healthz), and the connections spread within
-// one of even.
+// network (paper 001's TCP-DSC on a stock kernel), through each SYN path:
+// the kernel path (the master's TC program tags each SYN and sends it back
+// on the segment) and the user path (tapped, forwarded, injected into the
+// node's TUN). New connections spread by round robin within one of even,
+// every answer checked; then, with transfers whose content is checked by
+// SHA-256 under way: the master paused and resumed (nothing breaks), the
+// master killed (only its own transfer breaks; the time until new
+// connections are answered is printed), and a member killed with two nodes
+// left (only its own breaks; the last node takes every new connection).
 func TestSingleAddress(t *testing.T) {
 	for _, path := range synPaths {
 		t.Run(path, func(t *testing.T) { testSingleAddress(t, path) })

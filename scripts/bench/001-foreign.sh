@@ -18,12 +18,7 @@ rounds=${2:-3}
 link=${3:-1gbit}
 mib=${4:-128}
 mkdir -p "$out"
-work=$(mktemp -d)
-bin=$work/mure
-go build -o "$bin" ./cmd/mure
-tb() { "$bin" testbed --prefix mb1f- --dir "$work/tb" "$@"; }
-trap 'tb down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT INT TERM
-cip=10.77.1.10
+. scripts/bench/testbed.sh mb1f-
 tb down >/dev/null 2>&1 || true
 tb up --hub --servers 3 --clients 1 --server-cpu 0.3 --client-cpu 0.3 --server-link "$link" --client-link 5gbit \
   --data-size $((4 * mib)) --node-args "--front $cip:8080 --front-mode single-address --front-vip $cip/24 --front-iface eth1 --front-policy round-robin --front-syn-path kernel" >/dev/null

@@ -15,12 +15,7 @@ out=${1:-docs/bench/001-single}
 dur=${2:-60s}
 what=${3:-all}
 mkdir -p "$out"
-work=$(mktemp -d)
-bin=$work/mure
-go build -o "$bin" ./cmd/mure
-tb() { "$bin" testbed --prefix mb1c- --dir "$work/tb" "$@"; }
-trap 'tb down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT INT TERM
-cip=10.77.1.10
+. scripts/bench/testbed.sh mb1c-
 url="http://$cip:8080/cgi/work.py?n=100000"
 up() { # $1: SYN path
   tb down >/dev/null 2>&1 || true

@@ -20,12 +20,7 @@ out=${1:-docs/bench/001-single}
 dur=${2:-10s}
 paths=${3:-kernel user isn-hash}
 mkdir -p "$out"
-work=$(mktemp -d)
-bin=$work/mure
-go build -o "$bin" ./cmd/mure
-tb() { "$bin" testbed --prefix mb1s- --dir "$work/tb" "$@"; }
-trap 'tb down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT INT TERM
-cip=10.77.1.10
+. scripts/bench/testbed.sh mb1s-
 status() { curl -sf "http://10.77.0.1$1:7946/status"; }
 master() { # prints the server number (1..3) of the SYN master
   for i in 1 2 3; do
