@@ -104,6 +104,15 @@ func printDispatch(w io.Writer, d map[string]any) error {
 	if r, ok := f["rejected"]; ok {
 		fmt.Fprintf(w, "  rejected: %s\n", describe(r))
 	}
+	if sa, ok := d["single_address"].(map[string]any); ok {
+		path := describe(sa["path"])
+		if sa["path"] == nil {
+			path = "not placing here"
+		}
+		fmt.Fprintf(w, "  single address: %s  takes tag %s  SYNs placed=%s (by the table %s) taken here=%s expired=%s  table rebuilds=%s (%s half-open, %s nodes silent)\n",
+			path, describe(sa["accept_tag"]), describe(sa["tapped"]), describe(sa["retransmitted"]), describe(sa["injected"]),
+			describe(sa["expired"]), describe(sa["rebuilds"]), describe(sa["rebuilt"]), describe(sa["unreported"]))
+	}
 	nodes, _ := f["nodes"].([]any)
 	if len(nodes) == 0 {
 		return nil

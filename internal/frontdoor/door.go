@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,6 +93,12 @@ func (c *Config) defaults() error {
 	}
 	if c.Mode != ModeRedirect && c.Mode != ModeProxy && c.Mode != ModeSingleAddress {
 		return fmt.Errorf("front door mode %q: use %s, %s or %s", c.Mode, ModeRedirect, ModeProxy, ModeSingleAddress)
+	}
+	switch {
+	case c.SYNPath != "" && c.SYNPath != "auto" && c.Mode != ModeSingleAddress:
+		return fmt.Errorf("a SYN path (%q) applies to the single-address mode only (--front-mode %s)", c.SYNPath, ModeSingleAddress)
+	case !slices.Contains([]string{"", "auto", "kernel", "user", "isn-hash"}, c.SYNPath):
+		return fmt.Errorf("SYN path %q: use auto, kernel, user or isn-hash", c.SYNPath)
 	}
 	if c.Policy == "" {
 		c.Policy = dispatch.NameLeastConnections
