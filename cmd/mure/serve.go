@@ -35,6 +35,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.Token, "token", os.Getenv("MURE_TOKEN"), "require this bearer token on client API requests (default $MURE_TOKEN; empty: no token)")
 	fs.Int64Var(&cfg.MaxBody, "max-body", 5<<30, "largest file accepted, in bytes")
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 256, "client requests executed at once; more wait")
+	fs.IntVar(&cfg.MaxConns, "max-conns", 10000, "client connections open at once on each client port; beyond, a new one is answered 503 at once (0: no bound)")
 	fs.IntVar(&cfg.MaxQueue, "max-queue", 1024, "client requests waiting for a slot; beyond, 503 with Retry-After")
 	fs.IntVar(&cfg.MaxWriteInFlight, "max-write-inflight", node.DefaultMaxWriteInFlight, "of those, file writes (PUT, DELETE) executed at once")
 	fs.IntVar(&cfg.MaxWriteQueue, "max-write-queue", node.DefaultMaxWriteQueue, "file writes waiting for a write slot; beyond, 503 with Retry-After")

@@ -16,7 +16,8 @@ import (
 // waits.
 type limitListener struct {
 	net.Listener
-	max, perClient int
+	max, perClient int    // perClient 0: no limit per client
+	who            string // in the 503's message: "the front door", "this node"
 	rejected       func(reason string)
 
 	mu     sync.Mutex
@@ -25,7 +26,15 @@ type limitListener struct {
 }
 
 func newLimitListener(ln net.Listener, max, perClient int, rejected func(string)) *limitListener {
-	return &limitListener{Listener: ln, max: max, perClient: perClient, rejected: rejected, byAddr: map[netip.Addr]int{}}
+	return &limitListener{Listener: ln, max: max, perClient: perClient, who: "the front door", rejected: rejected, byAddr: map[netip.Addr]int{}}
+}
+
+// LimitConns bounds the connections open on ln at once: beyond max, a new
+// connection is answered at once with a 503 in JSON and closed (a node's
+// client port: idle keep-alive connections cost memory and descriptors
+// that raft and the store need too). rejected is told each refusal.
+func LimitConns(ln net.Listener, max int, rejected func(reason string)) net.Listener {
+	return &limitListener{Listener: ln, max: max, who: "this node", rejected: rejected, byAddr: map[netip.Addr]int{}}
 }
 
 // Accept returns the next connection within the limits, answering the
@@ -41,10 +50,10 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		switch {
 		case l.open >= l.max:
 			l.mu.Unlock()
-			refuse(c, "the front door has "+strconv.Itoa(l.max)+" connections open, its limit; retry shortly")
+			refuse(c, l.who+" has "+strconv.Itoa(l.max)+" connections open, its limit; retry shortly")
 			l.rejected("max_conns")
 			continue
-		case l.byAddr[addr] >= l.perClient:
+		case l.perClient > 0 && l.byAddr[addr] >= l.perClient:
 			l.mu.Unlock()
 			refuse(c, "this client address has "+strconv.Itoa(l.perClient)+" connections open to the front door, its limit; close some or retry")
 			l.rejected("max_conns_per_client")
@@ -82,6 +91,14 @@ type limitedConn struct {
 func (c *limitedConn) Close() error {
 	c.once.Do(c.release)
 	return c.Conn.Close()
+}
+
+// ReadFrom keeps sendfile and splice for what a server writes.
+func (c *limitedConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(c.Conn, r)
 }
 
 // tcp returns the TCP connection underneath, so that the relay's copies

@@ -50,6 +50,10 @@ type Config struct {
 	// waiting; beyond them requests get 503 with Retry-After (0: defaults
 	// of internal/admission).
 	MaxInFlight, MaxQueue int
+	// MaxConns bounds the connections open at once on each client port
+	// (the API and the fast lane); beyond, a new one gets 503 at once (0:
+	// no bound).
+	MaxConns int
 	// MaxWriteInFlight and MaxWriteQueue bound, within those, the writes
 	// (PUT and DELETE of files): a write's own time grows with the writes
 	// running beside it (fsyncs, raft rounds), so letting hundreds run at

@@ -51,6 +51,8 @@ func (n *Node) registerMetrics() {
 	gauge("host_cpu_quota_cores", "Cores this node's host may use (0: no quota).", host(func(s hostload.Sample) float64 { return s.CPUQuota }))
 	gauge("host_memory_bytes", "Memory in use on this node's host (its cgroup, else the machine).", host(func(s hostload.Sample) float64 { return float64(s.MemoryBytes) }))
 	gauge("host_memory_limit_bytes", "Memory limit of this node's host (0: none).", host(func(s hostload.Sample) float64 { return float64(s.MemoryLimit) }))
+	n.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "mure", Name: "client_connections_refused_total",
+		Help: "Client connections answered 503 at once because the port held --max-conns."}, func() float64 { return float64(n.refused.Load()) }))
 	gauge("client_connections", "Client connections open on this node's client ports (direct and handed over by a front door).", func() float64 { return float64(n.openConns()) })
 	n.handedOver = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Name: "handover_rejected_total",
 		Help: "Relayed connections this node refused (421), by reason: bad_mac, stale, not_dispatcher, malformed."}, []string{"reason"})

@@ -52,6 +52,7 @@ type Node struct {
 	// conns counts the client connections open on the main port (direct
 	// and handed over); gossiped as the node's load.
 	conns      atomic.Int64
+	refused    atomic.Int64 // client connections refused over MaxConns
 	handedOver *prometheus.CounterVec
 	doorStop   context.CancelFunc
 	// NewKey is set when this start created the cluster key.
@@ -133,12 +134,18 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("client API port %s: %w", cfg.HTTPAddr, err)
 	}
 	closers = append(closers, func() { n.httpLn.Close() })
+	if cfg.MaxConns > 0 {
+		n.httpLn = frontdoor.LimitConns(n.httpLn, cfg.MaxConns, n.connRefused)
+	}
 	advHTTP := n.advertiseHTTP()
 	if cfg.FastHTTPAddr != "" {
 		if n.fastLn, err = net.Listen("tcp", cfg.FastHTTPAddr); err != nil {
 			return nil, fmt.Errorf("fast read lane port %s: %w", cfg.FastHTTPAddr, err)
 		}
 		closers = append(closers, func() { n.fastLn.Close() })
+		if cfg.MaxConns > 0 {
+			n.fastLn = frontdoor.LimitConns(n.fastLn, cfg.MaxConns, n.connRefused)
+		}
 	}
 
 	n.st, err = store.Open(filepath.Join(cfg.DataDir, "store"), store.Options{NoSync: cfg.NoSync, CacheBytes: cfg.CacheBytes, FS: cfg.StoreFS})
@@ -275,6 +282,9 @@ func (n *Node) countConn(_ net.Conn, st http.ConnState) {
 }
 
 // openConns returns the client connections open on both client ports.
+// connRefused counts a connection refused over MaxConns.
+func (n *Node) connRefused(string) { n.refused.Add(1) }
+
 func (n *Node) openConns() int {
 	c := int(n.conns.Load())
 	if n.fast != nil {
