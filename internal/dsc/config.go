@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/mure-dev/mure/internal/dispatch"
 )
 
 // Config configures a node's single-address agent.
@@ -33,9 +35,13 @@ type Config struct {
 	// Members lists every node of the cluster's catalogue, alive or not:
 	// ranks (the kernel path's tags) are positions in its sorted IDs.
 	Members func() []string
-	// KernelPolicy reports whether the scheduling policy in force can run
-	// in the kernel path (round robin); otherwise the user path places.
-	KernelPolicy func() bool
+	// Policy names the scheduling policy in force (dispatch's names). The
+	// kernel path runs round-robin, least-connections and p2c; any other
+	// policy is placed by the user path.
+	Policy func() string
+	// Figures returns the nodes' latest reported connection counts (the
+	// kernel path's least-connections and p2c).
+	Figures func() map[string]Figure
 	// Nodes lists the cluster's live nodes (a new master asks each for its
 	// half-open connections).
 	Nodes func() []string
@@ -45,6 +51,27 @@ type Config struct {
 	// dispatcher role's holder in its view).
 	Recognised func() string
 	Logger     *slog.Logger
+}
+
+// Figure is a node's reported count of open client connections and when
+// it was taken.
+type Figure struct {
+	Connections int
+	At          time.Time
+}
+
+// The policies the kernel path runs. Least connections and p2c score a
+// node by its last reported connections plus what the program has placed on
+// it since.
+const (
+	policyRR = iota
+	policyLC
+	policyP2C
+)
+
+// KernelPolicies are the policies the kernel path runs, by name.
+var KernelPolicies = map[string]int{
+	dispatch.NameRoundRobin: policyRR, dispatch.NameLeastConnections: policyLC, dispatch.NamePowerOfTwo: policyP2C,
 }
 
 // How the master places SYNs.

@@ -25,6 +25,13 @@ type controlState struct {
 	leading bool   // this node places SYNs
 	tag     int    // the tag its filter accepts now
 	conf    string // the kernel configuration last written, less the lease
+	hist    []placedAt
+}
+
+// placedAt is the program's per-rank placements at a time.
+type placedAt struct {
+	at     time.Time
+	placed [maxRanks]uint64
 }
 
 // SetMaster hands this node the SYN master's part or takes it back (the
@@ -116,9 +123,10 @@ func (a *Agent) control(ctx context.Context) {
 	}
 	conf := kernelConfig{Master: master, Self: self}
 	switch {
-	case a.ctl.leading && a.kp != nil && a.cfg.KernelPolicy():
+	case a.ctl.leading && a.kp != nil && kernelPolicy(a.cfg.Policy()) >= 0:
 		a.closeTap()
 		conf.Lease = kernelLease
+		conf.Policy = kernelPolicy(a.cfg.Policy())
 		for _, id := range a.cfg.Nodes() {
 			if r, ok := ranks[id]; ok {
 				conf.Alive = append(conf.Alive, r)
@@ -126,6 +134,9 @@ func (a *Agent) control(ctx context.Context) {
 		}
 		slices.Sort(conf.Alive)
 		conf.Ring = conf.Alive
+		if conf.Policy != policyRR {
+			conf.Load = a.loads(ranks)
+		}
 		a.path.Store(PathKernel)
 	case a.ctl.leading:
 		a.openTap()
@@ -134,6 +145,59 @@ func (a *Agent) control(ctx context.Context) {
 		a.path.Store("")
 	}
 	a.configure(conf)
+}
+
+// kernelPolicy returns the kernel path's number for a policy, -1 when the
+// kernel path does not run it.
+func kernelPolicy(name string) int {
+	if p, ok := KernelPolicies[name]; ok {
+		return p
+	}
+	return -1
+}
+
+// connectLag is how long before a node's report a placed connection may
+// still not be counted in it (the handshake, the accept), as the front
+// door's scheduler assumes.
+const connectLag = 20 * time.Millisecond
+
+// loads turns the nodes' reported connections into the program's per-rank
+// loads; the program's placements are sampled every tick and kept for 3 s.
+func (a *Agent) loads(ranks map[string]int) map[int]int64 {
+	now := time.Now()
+	a.ctl.hist = append(a.ctl.hist, placedAt{at: now, placed: a.kp.placedByRank()})
+	for len(a.ctl.hist) > 1 && now.Sub(a.ctl.hist[0].at) > 3*time.Second {
+		a.ctl.hist = a.ctl.hist[1:]
+	}
+	return loadsFrom(a.ctl.hist, a.cfg.Figures(), ranks)
+}
+
+// loadsFrom computes each rank's load: its node's report less what had
+// been placed on it by then (the latest sample at least connectLag before
+// the report), so that the program adds only what it placed since. A
+// report older than the samples takes the oldest; a node without a report
+// counts from the latest sample (as if it held nothing).
+func loadsFrom(hist []placedAt, figs map[string]Figure, ranks map[string]int) map[int]int64 {
+	load := make(map[int]int64, len(ranks))
+	if len(hist) == 0 {
+		return load
+	}
+	for id, r := range ranks {
+		f, ok := figs[id]
+		if !ok {
+			load[r] = -int64(hist[len(hist)-1].placed[r])
+			continue
+		}
+		base := hist[0].placed[r]
+		for _, h := range hist {
+			if h.at.After(f.At.Add(-connectLag)) {
+				break
+			}
+			base = h.placed[r]
+		}
+		load[r] = int64(f.Connections) - int64(base)
+	}
+	return load
 }
 
 // configure writes the kernel configuration when it changed or carries a

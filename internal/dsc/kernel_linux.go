@@ -35,11 +35,16 @@ type kernelConfig struct {
 	Ring         []int // ranks, in the order new connections take them
 	Alive        []int // ranks a remembered SYN may still go to
 	ISN          bool  // 001's static baseline: no master, ring[ISN % len]
+	// Policy is policyRR, policyLC or policyP2C; Load, for the last two,
+	// each rank's reported connections less what the program had placed on
+	// it when they were taken (placedByRank).
+	Policy int
+	Load   map[int]int64
 }
 
 // String describes c less its lease (to tell when it changed).
 func (c kernelConfig) String() string {
-	return fmt.Sprintf("isn=%v master=%d self=%d ring=%v alive=%v", c.ISN, c.Master, c.Self, c.Ring, c.Alive)
+	return fmt.Sprintf("isn=%v master=%d self=%d ring=%v alive=%v policy=%d load=%v", c.ISN, c.Master, c.Self, c.Ring, c.Alive, c.Policy, c.Load)
 }
 
 // loadKernelPath loads the program and its maps, for SYNs to dst:port
@@ -125,6 +130,12 @@ func (k *kernelPath) configure(c kernelConfig) error {
 	for i, r := range c.Ring {
 		ne.PutUint32(b[cfgRing+4*i:], uint32(r))
 	}
+	ne.PutUint32(b[cfgPolicy:], uint32(c.Policy))
+	for r, v := range c.Load {
+		if r >= 0 && r < maxRanks {
+			ne.PutUint64(b[cfgLoad+8*r:], uint64(v))
+		}
+	}
 	if err := k.cfg.Update(uint32(0), b, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("single-address kernel path: configure: %w", err)
 	}
@@ -184,6 +195,19 @@ func isVeth(iface string) bool {
 		} `json:"linkinfo"`
 	}
 	return json.Unmarshal(out, &links) == nil && len(links) == 1 && links[0].Info.Kind == "veth"
+}
+
+// placedByRank returns how many new connections the program has placed on
+// each rank.
+func (k *kernelPath) placedByRank() (out [maxRanks]uint64) {
+	b := make([]byte, stSize)
+	if err := k.st.Lookup(uint32(0), &b); err != nil {
+		return out
+	}
+	for r := range out {
+		out[r] = binary.NativeEndian.Uint64(b[stRanks+8*r:])
+	}
+	return out
 }
 
 // monotonic is CLOCK_MONOTONIC, the program's clock (bpf_ktime_get_ns).

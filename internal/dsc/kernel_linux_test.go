@@ -203,3 +203,50 @@ func TestSYNKeyMatchesTheProgram(t *testing.T) {
 		t.Fatalf("port word %x, want %x", port, got)
 	}
 }
+
+// TestKernelPathLeastConnections: new connections go to the live rank with
+// the fewest connections (its report plus what was placed on it since) until
+// the ranks are even.
+func TestKernelPathLeastConnections(t *testing.T) {
+	k := kernelTestPath(t)
+	conf := kernelConfig{Lease: time.Minute, Master: 1, Self: 1, Ring: []int{0, 1, 2}, Alive: []int{0, 1, 2},
+		Policy: policyLC, Load: map[int]int64{0: 5, 1: 1, 2: 3}}
+	if err := k.configure(conf); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		runKernel(t, k, clientSYN(42000+uint16(i), 1))
+	}
+	if got := k.placedByRank(); got[0] != 0 || got[1] != 4 || got[2] != 2 {
+		t.Fatalf("placed per rank %v, want 0, 4, 2 (5+0 = 1+4 = 3+2)", got[:3])
+	}
+	// A dead rank gets nothing, however few it holds.
+	conf.Alive, conf.Ring, conf.Load = []int{1, 2}, []int{1, 2}, map[int]int64{0: -100, 1: 1, 2: 3}
+	if err := k.configure(conf); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, out := runKernel(t, k, clientSYN(42100+uint16(i), 1)); out[19] == 0 {
+			t.Fatal("least connections chose a dead rank")
+		}
+	}
+}
+
+// TestKernelPathP2C: of two random live ranks the less loaded wins, so a
+// rank far above the other gets only the draws where both picks are it
+// (a quarter, on average).
+func TestKernelPathP2C(t *testing.T) {
+	k := kernelTestPath(t)
+	conf := kernelConfig{Lease: time.Minute, Master: 1, Self: 1, Ring: []int{0, 1}, Alive: []int{0, 1},
+		Policy: policyP2C, Load: map[int]int64{0: 0, 1: 1000}}
+	if err := k.configure(conf); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		runKernel(t, k, clientSYN(43000+uint16(i), 1))
+	}
+	got := k.placedByRank()
+	if got[0]+got[1] != 200 || got[0] < 120 || got[1] == 0 {
+		t.Fatalf("placed per rank %v: want about 150 and 50 (both picks random, the lower wins)", got[:2])
+	}
+}

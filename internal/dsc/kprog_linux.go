@@ -2,6 +2,7 @@ package dsc
 
 import (
 	"encoding/binary"
+	"math"
 	"net/netip"
 
 	"github.com/cilium/ebpf"
@@ -20,17 +21,19 @@ import (
 //
 // The configuration (array "cfg", one element) is written by user space:
 const (
-	cfgLease   = 0  // u64: CLOCK_MONOTONIC ns until which this node places SYNs
-	cfgRingLen = 8  // u32: entries in the ring
-	cfgMaster  = 12 // u32: the master's rank (the tag's high byte)
-	cfgSelf    = 16 // u32: this node's rank
-	cfgIfindex = 20 // u32: the client interface
-	cfgAlive   = 24 // u64: bit r set = rank r is alive
-	cfgMode    = 32 // u32: modeMaster or modeISN
-	cfgMAC     = 36 // [6]byte: the cluster MAC
-	cfgPeer    = 44 // u32: 1 = the interface is a veth: hand SYNs straight to its peer's ingress
-	cfgRing    = 48 // [maxRanks]u32: ranks, taken in turn (master) or by ISN (isn)
-	cfgSize    = cfgRing + 4*maxRanks
+	cfgLease   = 0                    // u64: CLOCK_MONOTONIC ns until which this node places SYNs
+	cfgRingLen = 8                    // u32: entries in the ring
+	cfgMaster  = 12                   // u32: the master's rank (the tag's high byte)
+	cfgSelf    = 16                   // u32: this node's rank
+	cfgIfindex = 20                   // u32: the client interface
+	cfgAlive   = 24                   // u64: bit r set = rank r is alive
+	cfgMode    = 32                   // u32: modeMaster or modeISN
+	cfgMAC     = 36                   // [6]byte: the cluster MAC
+	cfgPeer    = 44                   // u32: 1 = the interface is a veth: hand SYNs straight to its peer's ingress
+	cfgRing    = 48                   // [maxRanks]u32: the live ranks, taken in turn (master) or by ISN (isn)
+	cfgPolicy  = cfgRing + 4*maxRanks // u32: policyRR, policyLC or policyP2C
+	cfgLoad    = cfgPolicy + 8        // [maxRanks]s64: each rank's last reported connections, less what the program had placed on it by then
+	cfgSize    = cfgLoad + 8*maxRanks
 
 	// maxRanks bounds the nodes the kernel path can address.
 	maxRanks = 64
@@ -46,7 +49,8 @@ const (
 	stRetrans  = 16 // u64: SYNs placed by the table (a retransmission)
 	stExpired  = 24 // u64: client SYNs seen without a valid lease
 	stAccepted = 32 // u64: SYNs tagged for this node by the master it recognises (taken by its stack)
-	stSize     = 40
+	stRanks    = 40 // [maxRanks]u64: new connections placed on each rank
+	stSize     = stRanks + 8*maxRanks
 )
 
 // The SYN table ("syns", LRU hash): key {client address, port} as on the
@@ -76,7 +80,7 @@ func native16(b0, b1 byte) int32 { return int32(binary.NativeEndian.Uint16([]byt
 // kernelProgram is the TC program for client SYNs to dst:port. Stack use
 // (offsets from the frame pointer): -8 key.addr, -4 key.port, -12 the
 // sequence number, -16 the old IP ID, -20 a zero key, -32 now, -36 the
-// chosen rank, -40 the new IP ID, -56 a table value.
+// chosen rank, -40 the new IP ID, -56 a table value, -64 p2c's first rank.
 func kernelProgram(cfg, st, syns *ebpf.Map, dst netip.Addr, port uint16) asm.Instructions {
 	d := dst.As4()
 	dstN := int32(binary.NativeEndian.Uint32(d[:]))
@@ -99,6 +103,17 @@ func kernelProgram(cfg, st, syns *ebpf.Map, dst netip.Addr, port uint16) asm.Ins
 		asm.LSh.Imm(R2, 2),
 		asm.Add.Reg(R2, conf),
 		asm.LoadMem(R2, R2, cfgRing, asm.Word),
+	}
+	// score puts rank r's score (its reported connections, less what was
+	// placed on it by then, plus what has been placed on it since) into
+	// dst; r must be below maxRanks. R0 and R3 are clobbered unless dst.
+	score := func(r, dst asm.Register) asm.Instructions {
+		return asm.Instructions{
+			asm.Mov.Reg(R0, r), asm.LSh.Imm(R0, 3), asm.Mov.Reg(R3, R0),
+			asm.Add.Reg(R0, conf), asm.LoadMem(dst, R0, cfgLoad, asm.DWord),
+			asm.Add.Reg(R3, stats), asm.LoadMem(R3, R3, stRanks, asm.DWord),
+			asm.Add.Reg(dst, R3),
+		}
 	}
 	storeBytes := func(off int32, from asm.Register, fromOff int32, n int32) asm.Instructions {
 		return asm.Instructions{
@@ -168,16 +183,61 @@ func kernelProgram(cfg, st, syns *ebpf.Map, dst netip.Addr, port uint16) asm.Ins
 	)
 	add(count(stRetrans)...)
 	add(asm.Ja.Label("remember"))
-	// a new connection: the ring's next rank
+	// A new connection, by the policy in force. The cursor moves for each.
 	// (Not an atomic fetch-and-add: cilium/ebpf v0.22 drops its fetch flag
 	// when it encodes the instruction. Two SYNs placed at the same instant
 	// on two CPUs may take the same turn.)
 	add(
 		asm.LoadMem(R2, stats, stCounter, asm.DWord).WithSymbol("choose"),
 		asm.Mov.Reg(R3, R2), asm.Add.Imm(R3, 1), asm.StoreMem(stats, stCounter, R3, asm.DWord),
+		asm.LoadMem(R3, conf, cfgPolicy, asm.Word),
+		asm.JEq.Imm(R3, policyLC, "lc"),
+		asm.JEq.Imm(R3, policyP2C, "p2c"),
 	)
+	// round robin: the ring's next rank
 	add(rankAt...)
-	add(asm.StoreMem(fp, -36, R2, asm.Word))
+	add(asm.Ja.Label("chosen"))
+	// least connections: the live rank with the lowest score, scanned from
+	// the cursor so that ties rotate. R1 start, i (R7: the packet pointer
+	// is not used past the checks), R4 best, R5 its score.
+	i := asm.R7
+	add(
+		asm.Mov.Reg(R1, R2).WithSymbol("lc"), asm.Mov.Imm(i, 0), asm.Mov.Imm(R4, -1),
+		asm.LoadImm(R5, math.MaxInt64, asm.DWord),
+		asm.JGE.Imm(i, maxRanks, "lcdone").WithSymbol("lcloop"),
+		asm.Mov.Reg(R2, R1), asm.Add.Reg(R2, i), asm.And.Imm(R2, maxRanks-1), asm.Add.Imm(i, 1),
+		asm.LoadMem(R3, conf, cfgAlive, asm.DWord), asm.RSh.Reg(R3, R2), asm.And.Imm(R3, 1),
+		asm.JEq.Imm(R3, 0, "lcloop"),
+	)
+	add(score(R2, R0)...)
+	add(
+		asm.JSGE.Reg(R0, R5, "lcloop"),
+		asm.Mov.Reg(R4, R2), asm.Mov.Reg(R5, R0),
+		asm.Ja.Label("lcloop"),
+		asm.JSLT.Imm(R4, 0, "next").WithSymbol("lcdone"),
+		asm.Mov.Reg(R2, R4),
+		asm.Ja.Label("chosen"),
+	)
+	// power of two choices: two random live ranks, the lower score (the
+	// first on a tie)
+	add(asm.FnGetPrandomU32.Call().WithSymbol("p2c"), asm.Mov.Reg(R2, R0))
+	add(rankAt...)
+	add(asm.StoreMem(fp, -64, R2, asm.Word), asm.FnGetPrandomU32.Call(), asm.Mov.Reg(R2, R0))
+	add(rankAt...)
+	add(asm.And.Imm(R2, maxRanks-1))
+	add(score(R2, R4)...)
+	add(asm.LoadMem(R1, fp, -64, asm.Word), asm.And.Imm(R1, maxRanks-1))
+	add(score(R1, R5)...)
+	add(
+		asm.JSGT.Reg(R5, R4, "chosen"),
+		asm.Mov.Reg(R2, R1),
+	)
+	// the chosen rank (R2): remembered, and counted for the policies
+	add(
+		asm.StoreMem(fp, -36, R2, asm.Word).WithSymbol("chosen"),
+		asm.And.Imm(R2, maxRanks-1), asm.LSh.Imm(R2, 3), asm.Add.Reg(R2, stats),
+		asm.Mov.Imm(R3, 1), asm.AddAtomic.Mem(R2, R3, asm.DWord, stRanks),
+	)
 	add(count(stPlaced)...)
 	add(
 		asm.LoadMem(R2, fp, -36, asm.Word).WithSymbol("remember"), asm.StoreMem(fp, -56, R2, asm.DWord),

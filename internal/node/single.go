@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"strconv"
 
-	"github.com/mure-dev/mure/internal/dispatch"
 	"github.com/mure-dev/mure/internal/dsc"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/meta"
@@ -54,9 +53,18 @@ func (n *Node) startSingleAddress(ctx context.Context, fc frontdoor.Config, key 
 			}
 			return ids
 		},
-		KernelPolicy: func() bool { return n.door.Policy() == dispatch.NameRoundRobin },
-		Choose:       func(c netip.AddrPort) (string, bool) { return n.door.Choose(c) },
-		AgentAddr:    agentAddr,
+		Policy: n.door.Policy,
+		Figures: func() map[string]dsc.Figure {
+			figs := map[string]dsc.Figure{}
+			for _, m := range n.cl.Members() {
+				if m.Load != nil {
+					figs[m.ID] = dsc.Figure{Connections: m.Load.Connections, At: m.Load.Time()}
+				}
+			}
+			return figs
+		},
+		Choose:    func(c netip.AddrPort) (string, bool) { return n.door.Choose(c) },
+		AgentAddr: agentAddr,
 		Nodes: func() []string {
 			var ids []string
 			for _, m := range n.cl.Members() {

@@ -1,0 +1,41 @@
+package dsc
+
+import (
+	"maps"
+	"testing"
+	"time"
+)
+
+func TestLoadsFrom(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	sample := func(ms int, a, b uint64) placedAt {
+		p := placedAt{at: t0.Add(time.Duration(ms) * time.Millisecond)}
+		p.placed[0], p.placed[1] = a, b
+		return p
+	}
+	// Samples every 50 ms: node a got 2, 5 then 9 placements; b 0, 1, 1.
+	hist := []placedAt{sample(0, 2, 0), sample(50, 5, 1), sample(100, 9, 1)}
+	ranks := map[string]int{"a": 0, "b": 1, "c": 2}
+	for _, tc := range []struct {
+		name string
+		figs map[string]Figure
+		want map[int]int64
+	}{
+		{"reports after the second sample", map[string]Figure{"a": {7, t0.Add(80 * time.Millisecond)}, "b": {3, t0.Add(80 * time.Millisecond)}},
+			// base: the 50 ms sample (≤ 80-20 ms): a 7-5, b 3-1; c has no report: 0 from the latest sample
+			map[int]int64{0: 2, 1: 2, 2: 0}},
+		{"a report within the connect lag of a sample counts the sample before", map[string]Figure{"a": {7, t0.Add(60 * time.Millisecond)}},
+			map[int]int64{0: 5, 1: -1, 2: 0}},
+		{"a report older than the samples", map[string]Figure{"a": {4, t0.Add(-time.Second)}},
+			map[int]int64{0: 2, 1: -1, 2: 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := loadsFrom(hist, tc.figs, ranks); !maps.Equal(got, tc.want) {
+				t.Fatalf("loads %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if got := loadsFrom(nil, nil, ranks); len(got) != 0 {
+		t.Fatalf("no samples: %v", got)
+	}
+}
