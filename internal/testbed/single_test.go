@@ -92,6 +92,34 @@ func testSingleAddress(t *testing.T, path string) {
 	}
 	t.Logf("%d connections to %s: SYNs injected per node %v", want, cip, counts)
 
+	// The policy changes cluster-wide: least load runs only in user space,
+	// least connections in the kernel too; the master follows, and new
+	// connections are answered throughout.
+	if path == "kernel" {
+		for _, pol := range []struct{ name, path string }{
+			{"least-load", "user"}, {"least-connections", "kernel"}, {"round-robin", "kernel"},
+		} {
+			setPolicy(t, ctx, tb, pol.name)
+			waitFor(t, "the master to place SYNs by the "+pol.path+" path under "+pol.name, func() bool {
+				for _, h := range tb.Servers() {
+					if st, err := singleStatus(ctx, h); err == nil && st.Master {
+						return st.Path == pol.path
+					}
+				}
+				return false
+			})
+			report := filepath.Join(t.TempDir(), "policy.json")
+			if out, err := tb.Command(ctx, tb.Clients()[0], cfg.Binary, "bench", "conn-rate", "--url", "http://"+cip+":8080/healthz",
+				"--node", tb.ServerHTTP()[0], "--clients", "1", "--count", "6", "--duration", "0", "--timeout", "5s", "--json", report).CombinedOutput(); err != nil {
+				t.Fatalf("connections under %s: %v\n%s", pol.name, err, out)
+			}
+			if r := readConnReport(t, report); r.Errors != 0 || r.Requests != 6 {
+				t.Fatalf("connections under %s: %+v", pol.name, r)
+			}
+		}
+		t.Log("policy changed to least-load (user path), least-connections and round-robin (kernel path): 6 new connections answered under each")
+	}
+
 	// The master's node dies while three long transfers run, one on each
 	// node: the two on the other nodes finish intact (the master is not on
 	// their path); the dead node's own breaks; new connections work again
@@ -282,6 +310,20 @@ func upSingle(t *testing.T, ctx context.Context, prefix, subnet string, clients 
 		return masters == 1 && len(holders) == 1 && !holders[""] && len(tagMasters) <= 1
 	})
 	return tb, cip
+}
+
+// setPolicy sets the cluster-wide scheduling policy (dispatch.policy).
+func setPolicy(t *testing.T, ctx context.Context, tb *Testbed, name string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+tb.ServerHTTP()[0]+"/config/dispatch.policy", strings.NewReader(name))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		t.Fatalf("set dispatch.policy=%s: %s", name, resp.Status)
+	}
 }
 
 // putEverywhere writes a file of size random bytes through a node's own
