@@ -214,6 +214,9 @@ func (a *Agent) place(syn SYN) {
 		return
 	}
 	node, ok := a.table.Lookup(syn.Client)
+	if ok && a.cfg.Down != nil && a.cfg.Down(node) {
+		ok = false // that node died with the handshake: place the SYN afresh
+	}
 	if ok {
 		a.stats.retrans.Add(1)
 	} else if node, ok = a.cfg.Choose(syn.Client); !ok {

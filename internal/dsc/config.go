@@ -45,6 +45,9 @@ type Config struct {
 	// Nodes lists the cluster's live nodes (a new master asks each for its
 	// half-open connections).
 	Nodes func() []string
+	// Down, when set, reports a node found dead by the front door's probes:
+	// a retransmitted SYN remembered for it is placed afresh.
+	Down func(id string) bool
 	// AgentAddr returns the UDP address of node id's agent.
 	AgentAddr func(id string) (string, bool)
 	// Recognised returns the master this node accepts SYNs from (the

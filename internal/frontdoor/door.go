@@ -65,6 +65,10 @@ type Config struct {
 	// Poll is how often the role and the nodes' figures are checked
 	// (default 50 ms).
 	Poll time.Duration
+	// ProbeInterval is how often the holder dials every node's client port
+	// (prober); a node found dead gets no new connection before gossip
+	// says so (default 100 ms; negative: off).
+	ProbeInterval time.Duration
 	// Local, when set, serves a connection the policy sends to this very
 	// node without relaying it (proxy mode): the node's own HTTP server
 	// takes the accepted connection as its own. It reports false when it
@@ -111,6 +115,7 @@ func (c *Config) defaults() error {
 	setDefault(&c.DialTimeout, 2*time.Second)
 	setDefault(&c.MaxAge, 5*time.Second)
 	setDefault(&c.Poll, 50*time.Millisecond)
+	setDefault(&c.ProbeInterval, 100*time.Millisecond)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -132,6 +137,7 @@ type Cluster interface {
 	NodeID() string
 	Dispatcher() (id, how string)
 	Members() []cluster.Member
+	Alive(id string) bool
 }
 
 // Door is one node's front door. Every node that has one runs it; only the
@@ -154,6 +160,8 @@ type Door struct {
 	vipAt   time.Time                    // last time the VIP was added or renewed (tick goroutine only)
 	seen    map[string]dispatch.NodeLoad // last figures reported to sched
 	relays  map[net.Conn]struct{}        // proxy mode: client sides being relayed
+	probe   *prober                      // nodes' client ports, while this node holds the role
+	probing context.CancelFunc           // stops the prober (tick goroutine only)
 
 	wg sync.WaitGroup // serving goroutines
 }
@@ -176,6 +184,7 @@ func New(cfg Config, cl Cluster) (*Door, error) {
 	}
 	d := &Door{cfg: cfg, cl: cl, log: cfg.Logger, seen: map[string]dispatch.NodeLoad{}, relays: map[net.Conn]struct{}{}}
 	d.sched = dispatch.NewScheduler(dispatch.Config{Policy: pol, MaxAge: cfg.MaxAge, Affinity: aff})
+	d.probe = newProber(max(cfg.ProbeInterval, time.Millisecond), cfg.Logger)
 	d.stats.init()
 	return d, nil
 }
@@ -192,6 +201,9 @@ func (d *Door) Run(ctx context.Context) {
 		d.tick()
 		select {
 		case <-ctx.Done():
+			if d.probing != nil {
+				d.probing()
+			}
 			d.release("stopping")
 			d.mu.Lock()
 			for c := range d.relays {
@@ -215,6 +227,15 @@ func (d *Door) tick() {
 	d.holder, d.how = holder, how
 	active := d.active
 	d.mu.Unlock()
+	switch {
+	case self && d.probing == nil && d.cfg.ProbeInterval > 0:
+		ctx, cancel := context.WithCancel(context.Background())
+		d.probing = cancel
+		d.wg.Go(func() { d.probe.run(ctx, d.probeTargets) })
+	case !self && d.probing != nil:
+		d.probing()
+		d.probing = nil
+	}
 	if self {
 		// Only the holder's scheduler places connections: the others do
 		// not walk the membership every Poll.
@@ -246,7 +267,7 @@ func (d *Door) feed() {
 			// A suspect node (missed probes) gets no new connection: it is
 			// likely dead, and if not it is back within a probe or two.
 			Alive: m.Gossip == cluster.GossipAlive && m.HTTPAddr != "" &&
-				(m.State == "" || m.State == meta.NodeActive)}
+				(m.State == "" || m.State == meta.NodeActive) && !d.probe.isDown(m.ID)}
 		if l := m.Load; l != nil {
 			n.Connections, n.CPU, n.Load, n.FreeMemory, n.At = l.Connections, l.CPU, l.RunQueue, l.FreeMemory, l.Time()
 		}
@@ -379,14 +400,41 @@ func (d *Door) release(why string) {
 	}
 }
 
+// probeTargets lists the nodes' client ports for the prober.
+func (d *Door) probeTargets() map[string]string {
+	t := map[string]string{}
+	for _, m := range d.cl.Members() {
+		if m.HTTPAddr != "" && m.Gossip != cluster.GossipDead {
+			t[m.ID] = m.HTTPAddr
+		}
+	}
+	return t
+}
+
+// Down reports whether node id should get no new connection: the holder's
+// probes found its client port dead, or gossip no longer sees it alive.
+func (d *Door) Down(id string) bool { return d.probe.isDown(id) || !d.cl.Alive(id) }
+
 // Policy names the scheduling policy in force.
 func (d *Door) Policy() string { return d.sched.PolicyName() }
 
 // Choose places a new connection by the policy (single-address mode: a
 // client SYN the master tapped); it counts as a decision.
 func (d *Door) Choose(client netip.AddrPort) (string, bool) {
-	n, ok := d.sched.Choose(dispatch.Conn{Client: client})
+	n, ok := d.choose(dispatch.Conn{Client: client})
 	return n.ID, ok
+}
+
+// choose asks the scheduler. A node the prober has just found down may not
+// have reached the scheduler yet (it is fed every Poll): then the figures
+// are fed at once and the scheduler asked again.
+func (d *Door) choose(c dispatch.Conn) (dispatch.NodeLoad, bool) {
+	n, ok := d.sched.Choose(c)
+	if ok && d.probe.isDown(n.ID) {
+		d.feed()
+		n, ok = d.sched.Choose(c)
+	}
+	return n, ok
 }
 
 // Addr returns the address the front door listens on while active ("").

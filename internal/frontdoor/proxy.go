@@ -72,7 +72,7 @@ func (d *Door) relay(c net.Conn) {
 		return
 	}
 	client := clientAddr(c)
-	node, ok := d.sched.Choose(dispatch.Conn{Client: client})
+	node, ok := d.choose(dispatch.Conn{Client: client})
 	if !ok {
 		writeRaw(c, 503, "Service Unavailable", "unavailable", "the front door knows no live node to send this connection to; retry shortly")
 		return
@@ -128,7 +128,7 @@ func (d *Door) dialNode(client netip.AddrPort, n dispatch.NodeLoad, first []byte
 	for try := range maxDialTries {
 		if try > 0 {
 			var ok bool
-			if n, ok = d.sched.Choose(dispatch.Conn{Client: client}); !ok {
+			if n, ok = d.choose(dispatch.Conn{Client: client}); !ok {
 				break
 			}
 		}

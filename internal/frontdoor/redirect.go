@@ -48,7 +48,7 @@ func (d *Door) redirect(w http.ResponseWriter, r *http.Request) {
 		if ap, err := netipAddrPort(r.RemoteAddr); err == nil {
 			client.Client = ap
 		}
-		n, ok := d.sched.Choose(client)
+		n, ok := d.choose(client)
 		if !ok {
 			api.Unavailable(w, 1, api.CodeUnavailable, "the front door knows no live node to send this connection to; retry shortly")
 			return

@@ -54,6 +54,7 @@ func (n *Node) startSingleAddress(ctx context.Context, fc frontdoor.Config, key 
 			return ids
 		},
 		Policy: n.door.Policy,
+		Down:   n.door.Down,
 		Figures: func() map[string]dsc.Figure {
 			figs := map[string]dsc.Figure{}
 			for _, m := range n.cl.Members() {
@@ -68,7 +69,7 @@ func (n *Node) startSingleAddress(ctx context.Context, fc frontdoor.Config, key 
 		Nodes: func() []string {
 			var ids []string
 			for _, m := range n.cl.Members() {
-				if n.cl.Alive(m.ID) {
+				if !n.door.Down(m.ID) {
 					ids = append(ids, m.ID)
 				}
 			}

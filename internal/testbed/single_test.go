@@ -228,14 +228,15 @@ func testSingleAddress(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	memberKilled := time.Now()
+	untilAllConnect(t, ctx, tb, client, cfg.Binary, "http://"+cip+":8080/healthz", last, 10)
+	alone := time.Since(memberKilled)
 	dl.Wait()
 	g = readConnReport(t, report)
 	if g.Requests-g.Errors < 1 || g.Errors > 1 {
 		t.Fatalf("transfers while a member died: %d, %d failed %v; want the master's own intact", g.Requests, g.Errors, g.ErrorKinds)
 	}
-	untilAllConnect(t, ctx, tb, client, cfg.Binary, "http://"+cip+":8080/healthz", last, 10)
 	t.Logf("member %s killed during 2 transfers: %d intact, %d broke (its own); 10 new connections in a row answered by the last node %s %v after the kill",
-		member.Name, g.Requests-g.Errors, g.Errors, last.Name, time.Since(memberKilled).Round(time.Millisecond))
+		member.Name, g.Requests-g.Errors, g.Errors, last.Name, alone.Round(time.Millisecond))
 }
 
 // untilAllConnect opens batches of n new connections from client to url
