@@ -16,15 +16,7 @@ func TestProber(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go acceptAndClose(ln)
 	p := newProber(10*time.Millisecond, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -51,14 +43,18 @@ func TestProber(t *testing.T) {
 		t.Skipf("the port was taken meanwhile: %v", err)
 	}
 	defer ln2.Close()
-	go func() {
-		for {
-			c, err := ln2.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go acceptAndClose(ln2)
 	poll("the port found up again", func() bool { return !p.isDown("n1") })
+}
+
+// acceptAndClose answers every connection on ln by closing it, until ln is
+// closed.
+func acceptAndClose(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
 }
