@@ -334,3 +334,30 @@ func TestProcFrontDoorLastNode(t *testing.T) {
 	t.Logf("2 of 3 nodes killed (the dispatcher among them): new connections failed for %v, then the last node held the role (%s)",
 		window.Round(time.Millisecond), st.Dispatch.How)
 }
+
+// TestProcFrontDoorMemberDeath: a node that does not hold the role is killed.
+// With the holder's probes (the default) the dead node gets no new connection
+// once a dial to its client port is refused; without them, only once gossip
+// suspects it. Both windows are printed; new connections all succeed after
+// each.
+func TestProcFrontDoorMemberDeath(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra []string
+	}{{"probes", nil}, {"gossip only", []string{"--front-probe", "0"}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			front := frontAddr(t)
+			c := testcluster.StartProc(t, 3, append(frontArgs(front, "redirect"), tc.extra...)...)
+			h := procHolder(t, c)
+			member := (h + 1) % 3
+			measureWindow(t, front, time.Now()) // every node answers first
+			killed := time.Now()
+			c.Kill(member)
+			window := measureWindow(t, front, killed)
+			if nh := procHolder(t, c); nh != h {
+				t.Fatalf("the role moved from %s to %s when a member died", c.ID(h), c.ID(nh))
+			}
+			t.Logf("redirect mode, %s: member %s killed; new connections failed for %v", tc.name, c.ID(member), window.Round(time.Millisecond))
+		})
+	}
+}

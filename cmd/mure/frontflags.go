@@ -23,10 +23,15 @@ func frontFlags(fs *flag.FlagSet) func() *frontdoor.Config {
 	fs.IntVar(&c.MaxConnsPerClient, "front-max-conns-per-client", 256, "connections one client address may hold open to the front door; beyond, 503")
 	fs.StringVar(&c.VIP, "front-vip", "", "virtual IP (`ADDR/PREFIX`) the role's holder puts on --front-iface and announces by gratuitous ARP (needs root, ip and arping)")
 	fs.StringVar(&c.VIPIface, "front-iface", "", "interface for --front-vip")
+	probe := fs.Duration("front-probe", 100*time.Millisecond, "how often the role's holder dials every node's client port; a node whose port refuses gets no new connection before gossip finds it dead (0: off)")
 	fs.DurationVar(&c.HeaderTimeout, "front-header-timeout", 5*time.Second, "redirect mode: how long a client may take to send a request's headers")
 	return func() *frontdoor.Config {
 		if c.Addr == "" {
 			return nil
+		}
+		c.ProbeInterval = *probe
+		if *probe <= 0 {
+			c.ProbeInterval = -1 // off
 		}
 		return &c
 	}
