@@ -174,6 +174,17 @@ func (c *Cluster) removeNode(ctx context.Context, id string, forGood bool) error
 			return fmt.Errorf("%w: %s is alive; stop it first, or run 'mure node leave' on it", ErrRefused, id)
 		}
 	}
+	if !forGood {
+		// The catalogue says "left" before raft forgets the node: the
+		// reconcile loop re-adds a live node that raft does not list
+		// unless the catalogue says it left (and balanceVoters would then
+		// promote it back to voter).
+		info := *known
+		info.State, info.Since = meta.NodeLeft, time.Now().UTC()
+		if _, err := c.applyLocal(ctx, meta.Command{Kind: meta.KindNodeUpsert, Info: &info}); err != nil {
+			return err
+		}
+	}
 	if err := c.raft.RemoveServer(raft.ServerID(id), 0, 5*time.Second).Error(); err != nil {
 		return fmt.Errorf("remove %s from raft: %w", id, err)
 	}
@@ -181,8 +192,5 @@ func (c *Cluster) removeNode(ctx context.Context, id string, forGood bool) error
 		_, err := c.applyLocal(ctx, meta.Command{Kind: meta.KindNodeRemove, Node: id})
 		return err
 	}
-	info := *known
-	info.State, info.Since = meta.NodeLeft, time.Now().UTC()
-	_, err := c.applyLocal(ctx, meta.Command{Kind: meta.KindNodeUpsert, Info: &info})
-	return err
+	return nil
 }
