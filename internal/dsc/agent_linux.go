@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,7 +35,6 @@ type Agent struct {
 	wg     sync.WaitGroup
 
 	kp     *kernelPath // nil: the user path only
-	want   atomic.Bool // the dispatcher role is this node's (SetMaster)
 	kick   chan struct{}
 	stop   context.CancelFunc
 	path   atomic.Value // string: how SYNs are placed now
@@ -52,18 +52,21 @@ func (a *Agent) peer(node string) (*net.UDPAddr, bool) {
 	if ok {
 		return ua, true
 	}
-	addr, ok := a.cfg.AgentAddr(node)
-	if !ok {
-		return nil, false
+	for _, n := range a.cfg.Nodes() {
+		if n.ID != node {
+			continue
+		}
+		ip, err := netip.ParseAddr(n.PeerHost)
+		if err != nil {
+			return nil, false
+		}
+		ua = net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(a.udp.LocalAddr().(*net.UDPAddr).Port)))
+		a.mu.Lock()
+		a.peers[node] = ua
+		a.mu.Unlock()
+		return ua, true
 	}
-	ua, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		return nil, false
-	}
-	a.mu.Lock()
-	a.peers[node] = ua
-	a.mu.Unlock()
-	return ua, true
+	return nil, false
 }
 
 // forget drops a cached address after a failed send (the node may have

@@ -15,6 +15,6 @@ func Start(context.Context, Config) (*Agent, error) {
 	return nil, errors.New("the single-address mode needs Linux (AF_PACKET, TUN and iptables); use the front door's redirect or proxy mode")
 }
 
-func (*Agent) SetMaster(bool)        {}
+func (*Agent) RoleChanged()          {}
 func (*Agent) Close(context.Context) {}
 func (*Agent) Stats() Stats          { return Stats{} }

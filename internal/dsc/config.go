@@ -21,7 +21,8 @@ type Config struct {
 	// MAC is the MAC every node puts on Iface (default: 02: followed by
 	// the cluster address, the same on every node).
 	MAC net.HardwareAddr
-	// Listen is the UDP address this node receives forwarded SYNs on.
+	// Listen is the UDP address this node receives forwarded SYNs on; every
+	// node's agent listens on the same port.
 	Listen string
 	// Key signs forwarded SYNs (transport.Key.HandoverKey).
 	Key []byte
@@ -32,33 +33,33 @@ type Config struct {
 	// SYNPath is how the master places SYNs: PathAuto (default), PathKernel,
 	// PathUser or PathISN.
 	SYNPath string
-	// Members lists every node of the cluster's catalogue, alive or not:
-	// ranks (the kernel path's tags) are positions in its sorted IDs.
-	Members func() []string
+	// Nodes lists the nodes of the cluster's catalogue, live or not: the
+	// same list on every node, so that ranks (the kernel path's tags),
+	// positions in its sorted IDs, agree. Read once per control tick.
+	Nodes func() []Node
 	// Policy names the scheduling policy in force (dispatch's names). The
 	// kernel path runs round-robin, least-connections and p2c; any other
 	// policy is placed by the user path.
 	Policy func() string
-	// Figures returns the nodes' latest reported connection counts (the
-	// kernel path's least-connections and p2c).
-	Figures func() map[string]Figure
-	// Nodes lists the cluster's live nodes (a new master asks each for its
-	// half-open connections).
-	Nodes func() []string
 	// Down, when set, reports a node found dead by the front door's probes:
 	// a retransmitted SYN remembered for it is placed afresh.
 	Down func(id string) bool
-	// AgentAddr returns the UDP address of node id's agent.
-	AgentAddr func(id string) (string, bool)
 	// Recognised returns the master this node accepts SYNs from (the
 	// dispatcher role's holder in its view).
 	Recognised func() string
 	Logger     *slog.Logger
 }
 
-// Figure is a node's reported count of open client connections and when
-// it was taken.
-type Figure struct {
+// Node is what the agent knows of one of the cluster's nodes.
+type Node struct {
+	ID string
+	// PeerHost is its address on the node-to-node network: its agent
+	// listens there on the same SYN port as this one's.
+	PeerHost string
+	// Live: alive, and its client port answers the front door's probes.
+	Live bool
+	// Connections is its last reported count of open client connections,
+	// taken At (zero: no report yet): least connections and p2c.
 	Connections int
 	At          time.Time
 }

@@ -3,10 +3,11 @@ package dsc
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/mure-dev/mure/internal/dispatch"
 )
 
 const (
@@ -34,10 +35,9 @@ type placedAt struct {
 	placed [maxRanks]uint64
 }
 
-// SetMaster hands this node the SYN master's part or takes it back (the
-// dispatcher role moved); the control loop acts on it at once.
-func (a *Agent) SetMaster(on bool) {
-	a.want.Store(on)
+// RoleChanged tells the agent that the dispatcher role moved: the control
+// loop looks at once instead of at its next tick.
+func (a *Agent) RoleChanged() {
 	select {
 	case a.kick <- struct{}{}:
 	default:
@@ -63,7 +63,8 @@ func (a *Agent) controlLoop(ctx context.Context) {
 // policy: the tag its filter accepts (the recognised master's), whether it
 // places SYNs, and by which path.
 func (a *Agent) control(ctx context.Context) {
-	ranks := rankOf(a.cfg.Members())
+	nodes := a.cfg.Nodes()
+	ranks := rankOf(nodes)
 	self, okSelf := ranks[a.cfg.Self]
 	recognised := a.cfg.Recognised()
 	master, okMaster := ranks[recognised]
@@ -96,11 +97,12 @@ func (a *Agent) control(ctx context.Context) {
 		a.path.Store(PathISN)
 		return
 	}
-	// Fencing: place nothing while another master is recognised here.
-	want := a.want.Load() && recognised == a.cfg.Self
+	// The role's holder places SYNs; fencing: nothing while another master
+	// is recognised here.
+	want := recognised == a.cfg.Self
 	switch {
 	case want && !a.ctl.leading:
-		entries := a.rebuild(rebuildWait)
+		entries := a.rebuild(nodes, rebuildWait)
 		if a.kp != nil {
 			byRank := map[int][]netip.AddrPort{}
 			for node, clients := range entries {
@@ -127,15 +129,14 @@ func (a *Agent) control(ctx context.Context) {
 		a.closeTap()
 		conf.Lease = kernelLease
 		conf.Policy = kernelPolicy(a.cfg.Policy())
-		for _, id := range a.cfg.Nodes() {
-			if r, ok := ranks[id]; ok {
-				conf.Alive = append(conf.Alive, r)
+		for _, n := range nodes {
+			if r, ok := ranks[n.ID]; ok && n.Live {
+				conf.Ring = append(conf.Ring, r)
 			}
 		}
-		slices.Sort(conf.Alive)
-		conf.Ring = conf.Alive
+		slices.Sort(conf.Ring)
 		if conf.Policy != policyRR {
-			conf.Load = a.loads(ranks)
+			conf.Load = a.loads(nodes, ranks)
 		}
 		a.path.Store(PathKernel)
 	case a.ctl.leading:
@@ -156,41 +157,39 @@ func kernelPolicy(name string) int {
 	return -1
 }
 
-// connectLag is how long before a node's report a placed connection may
-// still not be counted in it (the handshake, the accept), as the front
-// door's scheduler assumes.
-const connectLag = 20 * time.Millisecond
-
 // loads turns the nodes' reported connections into the program's per-rank
 // loads; the program's placements are sampled every tick and kept for 3 s.
-func (a *Agent) loads(ranks map[string]int) map[int]int64 {
+func (a *Agent) loads(nodes []Node, ranks map[string]int) map[int]int64 {
 	now := time.Now()
 	a.ctl.hist = append(a.ctl.hist, placedAt{at: now, placed: a.kp.placedByRank()})
 	for len(a.ctl.hist) > 1 && now.Sub(a.ctl.hist[0].at) > 3*time.Second {
 		a.ctl.hist = a.ctl.hist[1:]
 	}
-	return loadsFrom(a.ctl.hist, a.cfg.Figures(), ranks)
+	return loadsFrom(a.ctl.hist, nodes, ranks)
 }
 
 // loadsFrom computes each rank's load: its node's report less what had
-// been placed on it by then (the latest sample at least connectLag before
-// the report), so that the program adds only what it placed since. A
-// report older than the samples takes the oldest; a node without a report
-// counts from the latest sample (as if it held nothing).
-func loadsFrom(hist []placedAt, figs map[string]Figure, ranks map[string]int) map[int]int64 {
+// been placed on it by then (the latest sample at least the front door's
+// connect lag before the report), so that the program adds only what it
+// placed since. A report older than the samples takes the oldest; a node
+// without a report counts from the latest sample (as if it held nothing).
+func loadsFrom(hist []placedAt, nodes []Node, ranks map[string]int) map[int]int64 {
 	load := make(map[int]int64, len(ranks))
 	if len(hist) == 0 {
 		return load
 	}
-	for id, r := range ranks {
-		f, ok := figs[id]
+	for _, f := range nodes {
+		r, ok := ranks[f.ID]
 		if !ok {
+			continue
+		}
+		if f.At.IsZero() {
 			load[r] = -int64(hist[len(hist)-1].placed[r])
 			continue
 		}
 		base := hist[0].placed[r]
 		for _, h := range hist {
-			if h.at.After(f.At.Add(-connectLag)) {
+			if h.at.After(f.At.Add(-dispatch.DefaultConnectLag)) {
 				break
 			}
 			base = h.placed[r]
@@ -244,23 +243,18 @@ func (a *Agent) closeTap() {
 
 // rankOf numbers the cluster's nodes by sorted ID: every node computes the
 // same ranks from the same catalogue.
-func rankOf(ids []string) map[string]int {
-	sorted := slices.Sorted(maps.Keys(setOf(ids)))
-	r := make(map[string]int, len(sorted))
-	for i, id := range sorted {
-		if i < maxRanks {
-			r[id] = i
-		}
+func rankOf(nodes []Node) map[string]int {
+	ids := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		ids = append(ids, n.ID)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	r := make(map[string]int, len(ids))
+	for i, id := range ids[:min(len(ids), maxRanks)] {
+		r[id] = i
 	}
 	return r
-}
-
-func setOf(ids []string) map[string]bool {
-	m := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		m[id] = true
-	}
-	return m
 }
 
 func seq(n int) []int {

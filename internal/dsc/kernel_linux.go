@@ -31,10 +31,12 @@ type kernelConfig struct {
 	// Lease: how long from now this node may place SYNs (master mode;
 	// 0: it places none). The master renews it well before it runs out.
 	Lease        time.Duration
-	Master, Self int   // ranks
-	Ring         []int // ranks, in the order new connections take them
-	Alive        []int // ranks a remembered SYN may still go to
-	ISN          bool  // 001's static baseline: no master, ring[ISN % len]
+	Master, Self int // ranks
+	// Ring: the live ranks, in the order new connections take them; a
+	// remembered SYN goes to its rank only while that rank is in the ring.
+	// For ISN, every rank.
+	Ring []int
+	ISN  bool // 001's static baseline: no master, ring[ISN % len]
 	// Policy is policyRR, policyLC or policyP2C; Load, for the last two,
 	// each rank's reported connections less what the program had placed on
 	// it when they were taken (placedByRank).
@@ -44,7 +46,7 @@ type kernelConfig struct {
 
 // String describes c less its lease (to tell when it changed).
 func (c kernelConfig) String() string {
-	return fmt.Sprintf("isn=%v master=%d self=%d ring=%v alive=%v policy=%d load=%v", c.ISN, c.Master, c.Self, c.Ring, c.Alive, c.Policy, c.Load)
+	return fmt.Sprintf("isn=%v master=%d self=%d ring=%v policy=%d load=%v", c.ISN, c.Master, c.Self, c.Ring, c.Policy, c.Load)
 }
 
 // loadKernelPath loads the program and its maps, for SYNs to dst:port
@@ -114,7 +116,7 @@ func (k *kernelPath) configure(c kernelConfig) error {
 	ne.PutUint32(b[cfgSelf:], uint32(c.Self))
 	ne.PutUint32(b[cfgIfindex:], uint32(k.ifindex))
 	var alive uint64
-	for _, r := range c.Alive {
+	for _, r := range c.Ring {
 		if r >= 0 && r < maxRanks {
 			alive |= 1 << r
 		}

@@ -59,7 +59,7 @@ const tcxRedirect = 7
 // 0, 1, 2; itself rank 1) on hand-made frames.
 func TestKernelPathMaster(t *testing.T) {
 	k := kernelTestPath(t)
-	conf := kernelConfig{Lease: time.Minute, Master: 1, Self: 1, Ring: []int{0, 1, 2}, Alive: []int{0, 1, 2}}
+	conf := kernelConfig{Lease: time.Minute, Master: 1, Self: 1, Ring: []int{0, 1, 2}}
 	if err := k.configure(conf); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestKernelPathMaster(t *testing.T) {
 		t.Fatalf("retransmitted SYN placed on rank %d, want 0 (where its first copy went)", out[19])
 	}
 	// ... unless that node has died meanwhile (it leaves the ring too).
-	conf.Alive, conf.Ring = []int{1, 2}, []int{1, 2}
+	conf.Ring = []int{1, 2}
 	if err := k.configure(conf); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestSYNKeyMatchesTheProgram(t *testing.T) {
 // the ranks are even.
 func TestKernelPathLeastConnections(t *testing.T) {
 	k := kernelTestPath(t)
-	conf := kernelConfig{Lease: time.Minute, Master: 1, Self: 1, Ring: []int{0, 1, 2}, Alive: []int{0, 1, 2},
+	conf := kernelConfig{Lease: time.Minute, Master: 1, Self: 1, Ring: []int{0, 1, 2},
 		Policy: policyLC, Load: map[int]int64{0: 5, 1: 1, 2: 3}}
 	if err := k.configure(conf); err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ func TestKernelPathLeastConnections(t *testing.T) {
 		t.Fatalf("placed per rank %v, want 0, 4, 2 (5+0 = 1+4 = 3+2)", got[:3])
 	}
 	// A dead rank gets nothing, however few it holds.
-	conf.Alive, conf.Ring, conf.Load = []int{1, 2}, []int{1, 2}, map[int]int64{0: -100, 1: 1, 2: 3}
+	conf.Ring, conf.Load = []int{1, 2}, map[int]int64{0: -100, 1: 1, 2: 3}
 	if err := k.configure(conf); err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestKernelPathLeastConnections(t *testing.T) {
 // (a quarter, on average).
 func TestKernelPathP2C(t *testing.T) {
 	k := kernelTestPath(t)
-	conf := kernelConfig{Lease: time.Minute, Master: 1, Self: 1, Ring: []int{0, 1}, Alive: []int{0, 1},
+	conf := kernelConfig{Lease: time.Minute, Master: 1, Self: 1, Ring: []int{0, 1},
 		Policy: policyP2C, Load: map[int]int64{0: 0, 1: 1000}}
 	if err := k.configure(conf); err != nil {
 		t.Fatal(err)

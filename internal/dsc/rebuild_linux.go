@@ -22,7 +22,7 @@ type halfOpenReport struct {
 // every node it knows and waiting up to wait for their answers. A node that
 // does not answer in time (paused, dead) is counted; its retransmitted SYNs
 // are placed afresh.
-func (a *Agent) rebuild(wait time.Duration) map[string][]netip.AddrPort {
+func (a *Agent) rebuild(nodes []Node, wait time.Duration) map[string][]netip.AddrPort {
 	nonce := rand.Uint64()
 	entries := map[string][]netip.AddrPort{}
 	if own, err := a.halfOpen(); err == nil {
@@ -32,16 +32,16 @@ func (a *Agent) rebuild(wait time.Duration) map[string][]netip.AddrPort {
 	}
 	asked := map[string]bool{}
 	q := encodeMsg(queryMagic, a.cfg.Key, a.cfg.Self, time.Now(), binary.BigEndian.AppendUint64(nil, nonce))
-	for _, id := range a.cfg.Nodes() {
-		if id == a.cfg.Self {
+	for _, n := range nodes {
+		if n.ID == a.cfg.Self || !n.Live {
 			continue
 		}
-		ua, ok := a.peer(id)
+		ua, ok := a.peer(n.ID)
 		if !ok {
 			continue
 		}
 		if _, err := a.udp.WriteToUDP(q, ua); err == nil {
-			asked[id] = true
+			asked[n.ID] = true
 		}
 	}
 	deadline := time.After(wait)

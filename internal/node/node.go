@@ -225,9 +225,9 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 			n.cl.FSM().Read(func(st *meta.State) { p = meta.ParseConfig(st.Config()).DispatchPolicy })
 			return p
 		}
-		fc.OnRole = func(on bool) {
+		fc.OnRole = func(bool) {
 			if n.dsc != nil {
-				n.dsc.SetMaster(on)
+				n.dsc.RoleChanged()
 			}
 		}
 		if n.door, err = frontdoor.New(fc, n.cl); err != nil {

@@ -32,49 +32,13 @@ func (n *Node) startSingleAddress(ctx context.Context, fc frontdoor.Config, key 
 		port = DefaultSYNPort
 	}
 	host, _, _ := net.SplitHostPort(n.mux.Addr())
-	agentAddr := func(id string) (string, bool) {
-		for _, m := range n.cl.Members() {
-			if m.ID == id {
-				h, _, err := net.SplitHostPort(m.PeerAddr)
-				return net.JoinHostPort(h, strconv.Itoa(port)), err == nil
-			}
-		}
-		return "", false
-	}
 	n.dsc, err = dsc.Start(ctx, dsc.Config{
 		Addr: prefix, Port: ap.Port(), Iface: fc.VIPIface,
 		Listen: net.JoinHostPort(host, strconv.Itoa(port)), Key: key, Self: n.ID(), SYNPath: fc.SYNPath,
-		Members: func() []string {
-			var ids []string
-			for _, m := range n.cl.Members() {
-				if m.State != "" && m.State != meta.NodeRemoved { // the catalogue's: the same on every node
-					ids = append(ids, m.ID)
-				}
-			}
-			return ids
-		},
-		Policy: n.door.Policy,
-		Down:   n.door.Down,
-		Figures: func() map[string]dsc.Figure {
-			figs := map[string]dsc.Figure{}
-			for _, m := range n.cl.Members() {
-				if m.Load != nil {
-					figs[m.ID] = dsc.Figure{Connections: m.Load.Connections, At: m.Load.Time()}
-				}
-			}
-			return figs
-		},
-		Choose:    func(c netip.AddrPort) (string, bool) { return n.door.Choose(c) },
-		AgentAddr: agentAddr,
-		Nodes: func() []string {
-			var ids []string
-			for _, m := range n.cl.Members() {
-				if !n.door.Down(m.ID) {
-					ids = append(ids, m.ID)
-				}
-			}
-			return ids
-		},
+		Nodes:      n.singleAddressNodes,
+		Policy:     n.door.Policy,
+		Down:       n.door.Down,
+		Choose:     func(c netip.AddrPort) (string, bool) { return n.door.Choose(c) },
 		Recognised: func() string { id, _ := n.cl.Dispatcher(); return id },
 		Logger:     n.log.With("part", "single-address"),
 	})
@@ -92,4 +56,23 @@ func (n *Node) startSingleAddress(ctx context.Context, fc frontdoor.Config, key 
 	}
 	n.serve(n.httpSrv, ln)
 	return nil
+}
+
+// singleAddressNodes is the single-address agent's view of the cluster: the
+// catalogue's nodes (the same on every node), from one walk of the
+// membership.
+func (n *Node) singleAddressNodes() []dsc.Node {
+	var out []dsc.Node
+	for _, m := range n.cl.Members() {
+		if m.State == "" || m.State == meta.NodeRemoved {
+			continue // known to gossip only, or gone for good
+		}
+		d := dsc.Node{ID: m.ID, Live: !n.door.Down(m.ID)}
+		d.PeerHost, _, _ = net.SplitHostPort(m.PeerAddr)
+		if m.Load != nil {
+			d.Connections, d.At = m.Load.Connections, m.Load.Time()
+		}
+		out = append(out, d)
+	}
+	return out
 }
