@@ -49,28 +49,7 @@ func testSingleAddress(t *testing.T, path string) {
 	// 15 new connections from each client host, one after the other.
 	const perClient = 15
 	for _, c := range tb.Clients() {
-		cctx, cancel := context.WithTimeout(ctx, time.Minute)
-		report := filepath.Join(t.TempDir(), "conn.json")
-		out, err := tb.Command(cctx, c, cfg.Binary, "bench", "conn-rate", "--url", "http://"+cip+":8080/healthz",
-			"--node", tb.ServerHTTP()[0], "--clients", "1", "--count", fmt.Sprint(perClient), "--duration", "0",
-			"--timeout", "5s", "--json", report).CombinedOutput()
-		cancel()
-		if err != nil {
-			t.Fatalf("connections from %s: %v\n%s", c.Name, err, out)
-		}
-		var rep struct {
-			Groups []struct {
-				Requests, Errors int64
-				ErrorKinds       map[string]int64 `json:"error_kinds"`
-			} `json:"groups"`
-		}
-		b, _ := os.ReadFile(report)
-		if err := json.Unmarshal(b, &rep); err != nil || len(rep.Groups) != 1 {
-			t.Fatalf("report of %s: %v\n%s", c.Name, err, out)
-		}
-		if g := rep.Groups[0]; g.Errors != 0 || g.Requests < perClient {
-			t.Fatalf("from %s: %d requests, %d errors %v\n%s", c.Name, g.Requests, g.Errors, g.ErrorKinds, out)
-		}
+		connectAll(t, ctx, tb, c, tb.Servers()[0], cip, perClient, "connections from "+c.Name)
 	}
 	total, counts := 0, map[string]uint64{}
 	for _, h := range tb.Servers() {
@@ -108,14 +87,7 @@ func testSingleAddress(t *testing.T, path string) {
 				}
 				return false
 			})
-			report := filepath.Join(t.TempDir(), "policy.json")
-			if out, err := tb.Command(ctx, tb.Clients()[0], cfg.Binary, "bench", "conn-rate", "--url", "http://"+cip+":8080/healthz",
-				"--node", tb.ServerHTTP()[0], "--clients", "1", "--count", "6", "--duration", "0", "--timeout", "5s", "--json", report).CombinedOutput(); err != nil {
-				t.Fatalf("connections under %s: %v\n%s", pol.name, err, out)
-			}
-			if r := readConnReport(t, report); r.Errors != 0 || r.Requests != 6 {
-				t.Fatalf("connections under %s: %+v", pol.name, r)
-			}
+			connectAll(t, ctx, tb, tb.Clients()[0], tb.Servers()[0], cip, 6, "connections under "+pol.name)
 		}
 		t.Log("policy changed to least-load (user path), least-connections and round-robin (kernel path): 6 new connections answered under each")
 	}
@@ -133,18 +105,21 @@ func testSingleAddress(t *testing.T, path string) {
 	// on), and the SYNs that waited in its tap are not placed again.
 	paused := masterHost(ctx, t, tb)
 	big := "http://" + cip + ":8080/files/single/big"
-	transfers := func(report string, timeout string) *exec.Cmd {
-		return tb.Command(ctx, client, cfg.Binary, "bench", "conn-rate", "--url", big,
-			"--node", tb.ServerHTTP()[0], "--clients", "3", "--count", "3", "--duration", "0", "--length", fmt.Sprint(size), "--sha256", sum,
-			"--timeout", timeout, "--json", report)
+	// transfers starts k transfers of the file at once (node: the one
+	// whose CPU the load generator polls) and returns once all are placed.
+	transfers := func(report, timeout string, k int, node *Host) *exec.Cmd {
+		dl := tb.Command(ctx, client, cfg.Binary, "bench", "conn-rate", "--url", big,
+			"--node", node.HTTP(), "--clients", fmt.Sprint(k), "--count", fmt.Sprint(k), "--duration", "0",
+			"--length", fmt.Sprint(size), "--sha256", sum, "--timeout", timeout, "--json", report)
+		before := injectedTotal(ctx, t, tb)
+		if err := dl.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprintf("the %d transfers to be placed", k), func() bool { return injectedTotal(ctx, t, tb) >= before+uint64(k) })
+		return dl
 	}
 	pauseReport := filepath.Join(t.TempDir(), "pause.json")
-	dl := transfers(pauseReport, "30s")
-	before := injectedTotal(ctx, t, tb)
-	if err := dl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the three transfers to be placed", func() bool { return injectedTotal(ctx, t, tb) >= before+3 })
+	dl := transfers(pauseReport, "30s", 3, tb.Servers()[0])
 	if err := tb.Signal(paused, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -163,14 +138,7 @@ func testSingleAddress(t *testing.T, path string) {
 	})
 	takeover := time.Since(stopped)
 	other := tb.Clients()[1]
-	newConns := filepath.Join(t.TempDir(), "during.json")
-	if out, err := tb.Command(ctx, other, cfg.Binary, "bench", "conn-rate", "--url", "http://"+cip+":8080/healthz",
-		"--node", successor.HTTP(), "--clients", "1", "--count", "15", "--duration", "0", "--timeout", "5s", "--json", newConns).CombinedOutput(); err != nil {
-		t.Fatalf("new connections during the pause: %v\n%s", err, out)
-	}
-	if r := readConnReport(t, newConns); r.Errors != 0 || r.Requests != 15 {
-		t.Fatalf("new connections during the pause: %+v", r)
-	}
+	connectAll(t, ctx, tb, other, successor, cip, 15, "new connections during the pause")
 	if err := tb.Signal(paused, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -188,12 +156,7 @@ func testSingleAddress(t *testing.T, path string) {
 
 	master := masterHost(ctx, t, tb)
 	report := filepath.Join(t.TempDir(), "big.json")
-	dl = transfers(report, "8s")
-	before = injectedTotal(ctx, t, tb)
-	if err := dl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the three transfers to be placed", func() bool { return injectedTotal(ctx, t, tb) >= before+3 })
+	dl = transfers(report, "8s", 3, tb.Servers()[0])
 	if err := tb.Signal(master, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -217,13 +180,7 @@ func testSingleAddress(t *testing.T, path string) {
 		}
 	}
 	report = filepath.Join(t.TempDir(), "two.json")
-	dl = tb.Command(ctx, client, cfg.Binary, "bench", "conn-rate", "--url", big, "--node", last.HTTP(),
-		"--clients", "2", "--count", "2", "--duration", "0", "--length", fmt.Sprint(size), "--sha256", sum, "--timeout", "8s", "--json", report)
-	before = injectedTotal(ctx, t, tb)
-	if err := dl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the two transfers to be placed", func() bool { return injectedTotal(ctx, t, tb) >= before+2 })
+	dl = transfers(report, "8s", 2, last)
 	if err := tb.Signal(member, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -237,6 +194,24 @@ func testSingleAddress(t *testing.T, path string) {
 	}
 	t.Logf("member %s killed during 2 transfers: %d intact, %d broke (its own); 10 new connections in a row answered by the last node %s %v after the kill",
 		member.Name, g.Requests-g.Errors, g.Errors, last.Name, alone.Round(time.Millisecond))
+}
+
+// connectAll opens n new connections to cip:8080, one after the other,
+// from client (node: the one whose CPU the load generator polls), and fails
+// the test unless every one is answered.
+func connectAll(t *testing.T, ctx context.Context, tb *Testbed, client, node *Host, cip string, n int, what string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	report := filepath.Join(t.TempDir(), "conns.json")
+	out, err := tb.Command(ctx, client, tb.Config.Binary, "bench", "conn-rate", "--url", "http://"+cip+":8080/healthz",
+		"--node", node.HTTP(), "--clients", "1", "--count", fmt.Sprint(n), "--duration", "0", "--timeout", "5s", "--json", report).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, out)
+	}
+	if r := readConnReport(t, report); r.Errors != 0 || r.Requests != int64(n) {
+		t.Fatalf("%s: %d requests, %d errors %v\n%s", what, r.Requests, r.Errors, r.ErrorKinds, out)
+	}
 }
 
 // untilAllConnect opens batches of n new connections from client to url
@@ -486,14 +461,7 @@ func TestSingleAddressISN(t *testing.T) {
 	defer cancel()
 	tb, cip := upSingle(t, ctx, "mtbi-", "10.77.192.0/24", 1, "isn-hash")
 	defer tb.Down(context.Background())
-	report := filepath.Join(t.TempDir(), "isn.json")
-	if out, err := tb.Command(ctx, tb.Clients()[0], tb.Config.Binary, "bench", "conn-rate", "--url", "http://"+cip+":8080/healthz",
-		"--node", tb.ServerHTTP()[0], "--clients", "1", "--count", "30", "--duration", "0", "--timeout", "5s", "--json", report).CombinedOutput(); err != nil {
-		t.Fatalf("connections: %v\n%s", err, out)
-	}
-	if r := readConnReport(t, report); r.Errors != 0 || r.Requests != 30 {
-		t.Fatalf("30 connections by ISN: %+v", r)
-	}
+	connectAll(t, ctx, tb, tb.Clients()[0], tb.Servers()[0], cip, 30, "30 connections by ISN")
 	counts := map[string]uint64{}
 	for _, h := range tb.Servers() {
 		st, err := singleStatus(ctx, h)
