@@ -22,9 +22,20 @@ import (
 // idempotent or fenced (see docs/protocol.md), so a retry cannot apply a
 // write twice.
 func (c *Cluster) Apply(ctx context.Context, cmd meta.Command) (*meta.Result, error) {
+	return c.propose(ctx, proposal{cmd: &cmd})
+}
+
+// ApplyOp commits an op of a namespace other than the core, as Apply
+// does. The leader refuses one that a voter does not support
+// (meta.ErrUnsupported).
+func (c *Cluster) ApplyOp(ctx context.Context, op meta.Op) (*meta.Result, error) {
+	return c.propose(ctx, proposal{op: &op})
+}
+
+func (c *Cluster) propose(ctx context.Context, p proposal) (*meta.Result, error) {
 	backoff := 10 * time.Millisecond
 	for {
-		res, err := c.applyOnce(ctx, cmd)
+		res, err := c.applyOnce(ctx, p)
 		if err == nil {
 			if werr := c.fsm.WaitApplied(ctx, res.Index); werr != nil {
 				return nil, werr
@@ -36,7 +47,7 @@ func (c *Cluster) Apply(ctx context.Context, cmd meta.Command) (*meta.Result, er
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("apply %s %s: %w (last error: %v)", cmd.Kind, cmd.Path, ctx.Err(), err)
+			return nil, fmt.Errorf("apply %s: %w (last error: %v)", p, ctx.Err(), err)
 		case <-time.After(backoff):
 		}
 		if backoff < 200*time.Millisecond {
@@ -47,7 +58,8 @@ func (c *Cluster) Apply(ctx context.Context, cmd meta.Command) (*meta.Result, er
 
 func retryable(err error) bool {
 	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, raft.ErrRaftShutdown):
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, raft.ErrRaftShutdown),
+		errors.Is(err, ErrRefused):
 		return false
 	case errors.Is(err, ErrNoLeader), errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
 		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrEnqueueTimeout):
@@ -61,41 +73,36 @@ func retryable(err error) bool {
 	return true
 }
 
-func (c *Cluster) applyOnce(ctx context.Context, cmd meta.Command) (*meta.Result, error) {
+func (c *Cluster) applyOnce(ctx context.Context, p proposal) (*meta.Result, error) {
 	if c.IsLeader() {
-		return c.applyLocal(ctx, cmd)
+		return c.proposeLocal(ctx, p)
 	}
 	_, addr := c.Leader()
 	if addr == "" {
 		return nil, ErrNoLeader
 	}
 	var res meta.Result
-	if err := c.peerCall(ctx, addr, "/peer/cluster/apply", cmd, &res); err != nil {
+	if err := c.peerCall(ctx, addr, p.peerPath(), p.body(), &res); err != nil {
 		return nil, err
 	}
 	return res.Unwire(), nil
 }
 
-// applyLocal runs on the leader.
-func (c *Cluster) applyLocal(ctx context.Context, cmd meta.Command) (*meta.Result, error) {
+// proposeLocal runs on the leader.
+func (c *Cluster) proposeLocal(ctx context.Context, p proposal) (*meta.Result, error) {
+	if err := c.checkSupported(p); err != nil {
+		return nil, err
+	}
+	if p.op != nil {
+		return c.raftApply(ctx, p)
+	}
+	cmd := *p.cmd
 	if cmd.Time.IsZero() {
 		cmd.Time = time.Now().UTC()
 	}
-	b, err := cmd.Encode()
+	res, err := c.raftApply(ctx, proposal{cmd: &cmd})
 	if err != nil {
 		return nil, err
-	}
-	timeout := 10 * time.Second
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
-	}
-	f := c.raft.Apply(b, timeout)
-	if err := f.Error(); err != nil {
-		return nil, fmt.Errorf("raft apply %s: %w", cmd.Kind, err)
-	}
-	res, ok := f.Response().(*meta.Result)
-	if !ok {
-		return nil, fmt.Errorf("raft apply %s: unexpected response %T", cmd.Kind, f.Response())
 	}
 	if res.Duplicate && res.File != nil {
 		// A retried write whose first attempt may have lost its
@@ -118,6 +125,27 @@ func (c *Cluster) applyLocal(ctx context.Context, cmd meta.Command) (*meta.Resul
 		if err := c.cfg.Barrier(ctx, res); err != nil {
 			return nil, fmt.Errorf("invalidate %s: %w", cmd.Path, err)
 		}
+	}
+	return res, nil
+}
+
+// raftApply commits one entry and returns the state machine's result.
+func (c *Cluster) raftApply(ctx context.Context, p proposal) (*meta.Result, error) {
+	b, err := p.encode()
+	if err != nil {
+		return nil, err
+	}
+	timeout := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	f := c.raft.Apply(b, timeout)
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("raft apply %s: %w", p, err)
+	}
+	res, ok := f.Response().(*meta.Result)
+	if !ok {
+		return nil, fmt.Errorf("raft apply %s: unexpected response %T", p, f.Response())
 	}
 	return res, nil
 }
@@ -165,4 +193,9 @@ func (c *Cluster) leasedExcept(keep []string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// applyLocal commits a core command on the leader.
+func (c *Cluster) applyLocal(ctx context.Context, cmd meta.Command) (*meta.Result, error) {
+	return c.proposeLocal(ctx, proposal{cmd: &cmd})
 }

@@ -57,6 +57,10 @@ type Cluster struct {
 	kickCh   chan struct{}
 	notifyCh chan bool
 
+	// supports is what this node's state machine applies, advertised in
+	// gossip (meta.Supports' string form).
+	supports string
+
 	lease    clientLease
 	leader   leaderState
 	dispatch dispatchState
@@ -81,13 +85,14 @@ func Open(ctx context.Context, cfg Config) (*Cluster, error) {
 	c := &Cluster{
 		cfg:       cfg,
 		log:       cfg.Logger,
-		fsm:       meta.NewFSM(),
+		fsm:       meta.NewFSM(cfg.Parts...),
 		peers:     &http.Client{Transport: cfg.Mux.HTTPTransport()},
 		clusterID: cfg.ClusterID,
 		kickCh:    make(chan struct{}, 1),
 		notifyCh:  make(chan bool, 16),
 	}
 	c.leader.table = map[string]time.Time{}
+	c.supports = c.fsm.Supports().String()
 	hasState, err := c.startRaft()
 	if err != nil {
 		return nil, err
@@ -220,7 +225,7 @@ func (c *Cluster) ClusterID() string {
 func (c *Cluster) PeerClient() *http.Client { return c.peers }
 
 func (c *Cluster) localMeta() nodeMeta {
-	return nodeMeta{Cluster: c.ClusterID(), HTTP: c.cfg.HTTPAddr, Load: c.localLoad()}
+	return nodeMeta{Cluster: c.ClusterID(), HTTP: c.cfg.HTTPAddr, Load: c.localLoad(), Supports: c.supports}
 }
 
 func (c *Cluster) kick() {

@@ -36,7 +36,11 @@ type Config struct {
 	// Load, when set, is called every Timing.LoadInterval for this node's
 	// live figures, which gossip carries to every member (paper 004's
 	// load sharing; the front door's policies read them).
-	Load   func() Load
+	Load func() Load
+	// Parts are the state machine's namespaces besides the core
+	// (meta.Part); every node of one binary passes the same ones, whether
+	// or not their capability is on.
+	Parts  []meta.Part
 	Timing Timing
 	Logger *slog.Logger
 }

@@ -21,6 +21,9 @@ type nodeMeta struct {
 	Cluster string `json:"c"`
 	HTTP    string `json:"h"`
 	Load    *Load  `json:"l,omitempty"`
+	// Supports lists the namespaces and versions the node's state machine
+	// applies (meta.Supports' string form; absent from older binaries).
+	Supports string `json:"s,omitempty"`
 }
 
 // GossipState is a member's liveness as seen through gossip.

@@ -26,6 +26,9 @@ type Member struct {
 	Leader   bool           `json:"leader,omitempty"`
 	// Load is the member's latest gossiped load figures (nil: none yet).
 	Load *Load `json:"load,omitempty"`
+	// Supports is the namespaces and versions the member's state machine
+	// applies, as it gossips them ("": an older binary, or not heard yet).
+	Supports string `json:"supports,omitempty"`
 }
 
 // Members returns every node known to the catalogue or to gossip.
@@ -44,11 +47,13 @@ func (c *Cluster) Members() []Member {
 		}
 		m.Gossip = p.state
 		m.Load = p.meta.Load
+		m.Supports = p.meta.Supports
 	}
 	if m := byID[c.cfg.NodeID]; m != nil {
 		if l := c.localLoad(); l != nil {
 			m.Load = l
 		}
+		m.Supports = c.supports
 	}
 	if f := c.raft.GetConfiguration(); f.Error() == nil {
 		for _, s := range f.Configuration().Servers {

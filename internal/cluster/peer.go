@@ -16,6 +16,7 @@ import (
 func (c *Cluster) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /peer/cluster/apply", c.handleApply)
+	mux.HandleFunc("POST /peer/cluster/op", c.handleOp)
 	mux.HandleFunc("POST /peer/cluster/lease", c.handleLease)
 	mux.HandleFunc("POST /peer/cluster/readindex", c.handleReadIndex)
 	mux.HandleFunc("POST /peer/cluster/leave", c.handleLeave)
@@ -33,7 +34,24 @@ func (c *Cluster) handleApply(w http.ResponseWriter, r *http.Request) {
 		peerError(w, http.StatusServiceUnavailable, "no_leader", "not the leader")
 		return
 	}
-	res, err := c.applyLocal(r.Context(), cmd)
+	c.answerApply(w, r, proposal{cmd: &cmd})
+}
+
+func (c *Cluster) handleOp(w http.ResponseWriter, r *http.Request) {
+	var op meta.Op
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&op); err != nil {
+		peerError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	if !c.IsLeader() {
+		peerError(w, http.StatusServiceUnavailable, "no_leader", "not the leader")
+		return
+	}
+	c.answerApply(w, r, proposal{op: &op})
+}
+
+func (c *Cluster) answerApply(w http.ResponseWriter, r *http.Request, p proposal) {
+	res, err := c.proposeLocal(r.Context(), p)
 	if err != nil {
 		writePeerErr(w, err)
 		return

@@ -21,7 +21,7 @@ func TestFSMChangesCapped(t *testing.T) {
 		acquire(fmt.Sprint("f", i))
 	}
 	m.mu.RLock()
-	for p := range m.changed {
+	for p := range m.def.changed {
 		if unsafe.StringData(p) != unsafe.StringData(m.state.File(p).Path) {
 			t.Fatalf("changed path %q is not the record's string", p)
 		}
@@ -35,7 +35,7 @@ func TestFSMChangesCapped(t *testing.T) {
 	}
 	acquire("g0") // already in: no overflow
 	m.mu.RLock()
-	full, over := len(m.changed), m.overflow
+	full, over := len(m.def.changed), m.def.overflow
 	m.mu.RUnlock()
 	if full != maxChanged || over {
 		t.Fatalf("a path already in overflowed the set: %d paths, overflow %v", full, over)

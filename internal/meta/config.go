@@ -6,14 +6,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mure-dev/mure/internal/bytesize"
-	"github.com/mure-dev/mure/internal/dispatch"
 )
 
 // Cluster-wide settings, kept in the replicated state and changed with
-// `mure config set`. Every key has a default; Set validates values.
+// `mure config set`. Every key has a default; Set validates values. The
+// catalogue's own settings are below; a part of mure that owns another
+// registers it with RegisterSetting (the front door's dispatch.policy).
 const (
 	// CfgReplication: "all" (every node keeps a copy, the paper's full
 	// replication) or a number k ≥ 1 of copies per file.
@@ -35,67 +37,143 @@ const (
 	// 64MiB (~0.54 Gbit/s), is ~5% of a 10 Gbit/s link; on 1 Gbit/s, 32MiB
 	// or less leaves clients most of the link (docs/operations.md).
 	CfgReplicationRate = "replication.rate"
-	// CfgDispatchPolicy: the front door's scheduling policy for the whole
-	// cluster (docs/dispatch.md); "" leaves each node's --front-policy.
-	// The holder switches at once: the next new connection uses it.
-	CfgDispatchPolicy = "dispatch.policy"
 )
 
-// Defaults for every setting.
-var defaultConfig = map[string]string{
-	CfgReplication:     "all",
-	CfgDurability:      "two",
-	CfgResume:          "idle",
-	CfgResumeIdle:      "1s",
-	CfgResumeReads:     "3",
-	CfgReplicationRate: "64MiB",
-	CfgDispatchPolicy:  "",
+// Setting is one cluster-wide setting: its key, default and validation.
+// Settings are registered at init by the package that owns them, so every
+// binary knows every setting (a node that did not would refuse a value the
+// others accept, and the replicas would diverge).
+type Setting struct {
+	Key     string
+	Default string
+	// Validate returns an error a person can act on, naming the key.
+	Validate func(value string) error
+	// Namespace and Version name the namespace version that introduced the
+	// setting: the leader refuses to set it while a voter does not
+	// support that version (docs/decisions/0012-versioned-namespaces.md).
+	// Empty: the core namespace at version 1, known to every binary.
+	Namespace string
+	Version   int
 }
 
-// DefaultConfig returns a copy of the default settings.
-func DefaultConfig() map[string]string { return maps.Clone(defaultConfig) }
+// settings is the registry; written only at init, read under the lock.
+var settings = struct {
+	sync.RWMutex
+	m map[string]Setting
+}{m: map[string]Setting{}}
 
-// ValidateSetting checks one key and value.
-func ValidateSetting(key, value string) error {
-	switch key {
-	case CfgReplication:
-		if value == "all" {
-			return nil
-		}
-		if n, err := strconv.Atoi(value); err != nil || n < 1 || n > 64 {
-			return fmt.Errorf("%s must be \"all\" or a number of copies from 1 to 64, not %q", key, value)
-		}
-	case CfgDurability:
-		if value != "two" && value != "local" {
-			return fmt.Errorf("%s must be \"two\" or \"local\", not %q", key, value)
-		}
-	case CfgResume:
-		if value != "idle" && value != "immediate" && value != "reads" {
-			return fmt.Errorf("%s must be \"idle\", \"immediate\" or \"reads\", not %q", key, value)
-		}
-	case CfgResumeIdle:
-		if d, err := time.ParseDuration(value); err != nil || d < 0 || d > 24*time.Hour {
-			return fmt.Errorf("%s must be a duration such as 1s or 500ms (up to 24h), not %q", key, value)
-		}
-	case CfgResumeReads:
-		if n, err := strconv.Atoi(value); err != nil || n < 1 || n > 1000 {
-			return fmt.Errorf("%s must be a number of reads from 1 to 1000, not %q", key, value)
-		}
-	case CfgReplicationRate:
-		if n, err := bytesize.ParseRate(value); err != nil || n != 0 && n < 64<<10 {
-			return fmt.Errorf("%s must be bytes per second such as 64MiB or 100M (powers of 1024), at least 64KiB, or 0 for no cap, not %q", key, value)
-		}
-	case CfgDispatchPolicy:
-		if value != "" && !slices.Contains(dispatch.PolicyNames, value) {
-			return fmt.Errorf("%s must be one of %s, or empty for each node's --front-policy, not %q", key, strings.Join(dispatch.PolicyNames, ", "), value)
-		}
-	default:
-		return fmt.Errorf("unknown setting %q (known: replication, replication.rate, durability, resume, resume.idle, resume.reads, dispatch.policy)", key)
+// RegisterSetting adds a setting. It panics on a duplicate key or a
+// default its own validation refuses: both are programming errors.
+func RegisterSetting(s Setting) {
+	settings.Lock()
+	defer settings.Unlock()
+	if _, dup := settings.m[s.Key]; dup || s.Key == "" || s.Validate == nil {
+		panic(fmt.Sprintf("meta: setting %q registered twice, unnamed or without validation", s.Key))
+	}
+	if err := s.Validate(s.Default); err != nil {
+		panic(fmt.Sprintf("meta: setting %q: default: %v", s.Key, err))
+	}
+	if s.Namespace == "" {
+		s.Namespace, s.Version = NSCore, 1
+	}
+	settings.m[s.Key] = s
+}
+
+// LookupSetting returns a registered setting.
+func LookupSetting(key string) (Setting, bool) {
+	settings.RLock()
+	defer settings.RUnlock()
+	s, ok := settings.m[key]
+	return s, ok
+}
+
+func init() {
+	for _, s := range []Setting{
+		{Key: CfgReplication, Default: "all", Validate: validateReplication},
+		{Key: CfgDurability, Default: "two", Validate: oneOf(CfgDurability, "two", "local")},
+		{Key: CfgResume, Default: "idle", Validate: oneOf(CfgResume, "idle", "immediate", "reads")},
+		{Key: CfgResumeIdle, Default: "1s", Validate: validateResumeIdle},
+		{Key: CfgResumeReads, Default: "3", Validate: validateResumeReads},
+		{Key: CfgReplicationRate, Default: "64MiB", Validate: validateReplicationRate},
+	} {
+		RegisterSetting(s)
+	}
+}
+
+func validateReplication(value string) error {
+	if value == "all" {
+		return nil
+	}
+	if n, err := strconv.Atoi(value); err != nil || n < 1 || n > 64 {
+		return fmt.Errorf("%s must be \"all\" or a number of copies from 1 to 64, not %q", CfgReplication, value)
 	}
 	return nil
 }
 
-// Config is a typed view of the settings.
+func validateResumeIdle(value string) error {
+	if d, err := time.ParseDuration(value); err != nil || d < 0 || d > 24*time.Hour {
+		return fmt.Errorf("%s must be a duration such as 1s or 500ms (up to 24h), not %q", CfgResumeIdle, value)
+	}
+	return nil
+}
+
+func validateResumeReads(value string) error {
+	if n, err := strconv.Atoi(value); err != nil || n < 1 || n > 1000 {
+		return fmt.Errorf("%s must be a number of reads from 1 to 1000, not %q", CfgResumeReads, value)
+	}
+	return nil
+}
+
+func validateReplicationRate(value string) error {
+	if n, err := bytesize.ParseRate(value); err != nil || n != 0 && n < 64<<10 {
+		return fmt.Errorf("%s must be bytes per second such as 64MiB or 100M (powers of 1024), at least 64KiB, or 0 for no cap, not %q", CfgReplicationRate, value)
+	}
+	return nil
+}
+
+// oneOf validates a value against a fixed list.
+func oneOf(key string, values ...string) func(string) error {
+	return func(v string) error {
+		if slices.Contains(values, v) {
+			return nil
+		}
+		quoted := make([]string, len(values))
+		for i, s := range values {
+			quoted[i] = strconv.Quote(s)
+		}
+		return fmt.Errorf("%s must be %s, not %q", key, orList(quoted), v)
+	}
+}
+
+// orList joins "a", "b", "c" as `a, b or c`.
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// DefaultConfig returns the default of every registered setting.
+func DefaultConfig() map[string]string {
+	settings.RLock()
+	defer settings.RUnlock()
+	m := make(map[string]string, len(settings.m))
+	for k, s := range settings.m {
+		m[k] = s.Default
+	}
+	return m
+}
+
+// ValidateSetting checks one key and value.
+func ValidateSetting(key, value string) error {
+	s, ok := LookupSetting(key)
+	if !ok {
+		return fmt.Errorf("unknown setting %q (known: %s)", key, strings.Join(slices.Sorted(maps.Keys(DefaultConfig())), ", "))
+	}
+	return s.Validate(value)
+}
+
+// Config is a typed view of the catalogue's settings.
 type Config struct {
 	// Replicas is the number of copies per file; 0 means every node.
 	Replicas    int
@@ -105,8 +183,6 @@ type Config struct {
 	ResumeReads int
 	// ReplicationRate caps each node's replica fetches, bytes/s; 0: none.
 	ReplicationRate int64
-	// DispatchPolicy overrides the front doors' policy ("": not).
-	DispatchPolicy string
 }
 
 // ParseConfig turns validated settings into a Config (defaults fill gaps).
@@ -115,7 +191,8 @@ func ParseConfig(m map[string]string) Config {
 		if v, ok := m[k]; ok {
 			return v
 		}
-		return defaultConfig[k]
+		s, _ := LookupSetting(k)
+		return s.Default
 	}
 	var c Config
 	if v := get(CfgReplication); v != "all" {
@@ -126,6 +203,5 @@ func ParseConfig(m map[string]string) Config {
 	c.ResumeIdle, _ = time.ParseDuration(get(CfgResumeIdle))
 	c.ResumeReads, _ = strconv.Atoi(get(CfgResumeReads))
 	c.ReplicationRate, _ = bytesize.ParseRate(get(CfgReplicationRate))
-	c.DispatchPolicy = get(CfgDispatchPolicy)
 	return c
 }

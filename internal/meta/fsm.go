@@ -8,29 +8,46 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// FSM adapts State to raft.FSM and lets the rest of the node read the state
-// concurrently, wait for an index to be applied, and learn which paths
-// changed.
+// FSM adapts State and the registered parts to raft.FSM and lets the rest
+// of the node read the state concurrently, wait for an index to be
+// applied, and learn which paths changed.
 type FSM struct {
 	mu      sync.RWMutex
 	state   *State
+	parts   map[string]Part
 	applied uint64
-	// changed collects paths touched since the last DrainChanges; rescan
-	// is set when a change (a snapshot restore, a node set change) may
-	// affect every path. Beyond maxChanged paths, overflow is set instead
-	// and paths are no longer collected: the next drain asks for a rescan,
-	// which covers them, and changed stays small while nobody drains it
-	// (a follower replaying a long log).
-	changed  map[string]struct{}
-	overflow bool
-	rescan   bool
+	// feeds are the change feed's subscribers (changes.go); def is the
+	// one DrainChanges reads.
+	feeds []*Feed
+	def   *Feed
 	// notify is closed and replaced at every apply: a broadcast.
 	notify chan struct{}
 }
 
-// NewFSM returns an FSM over an empty state.
-func NewFSM() *FSM {
-	return &FSM{state: NewState(), changed: map[string]struct{}{}, notify: make(chan struct{})}
+// NewFSM returns an FSM over an empty state, with the parts of the other
+// namespaces. It panics if two parts share a namespace, or one takes the
+// core's: the set of parts is fixed by the program.
+func NewFSM(parts ...Part) *FSM {
+	m := &FSM{state: NewState(), parts: map[string]Part{}, notify: make(chan struct{})}
+	for _, p := range parts {
+		ns := p.Namespace()
+		if _, dup := m.parts[ns]; dup || ns == NSCore || ns == "" {
+			panic(fmt.Sprintf("meta: namespace %q registered twice or reserved", ns))
+		}
+		m.parts[ns] = p
+	}
+	m.def = m.subscribe()
+	return m
+}
+
+// Supports returns the namespaces and versions this FSM applies: what its
+// node advertises.
+func (m *FSM) Supports() Supports {
+	s := Supports{NSCore: CoreVersion}
+	for ns, p := range m.parts {
+		s[ns] = p.Version()
+	}
+	return s
 }
 
 // Apply implements raft.FSM.
@@ -40,6 +57,9 @@ func (m *FSM) Apply(l *raft.Log) any {
 		m.advance(l.Index)
 		m.mu.Unlock()
 		return nil
+	}
+	if isOp(l.Data) {
+		return m.applyOp(l)
 	}
 	c, err := DecodeCommand(l.Data)
 	m.mu.Lock()
@@ -54,30 +74,47 @@ func (m *FSM) Apply(l *raft.Log) any {
 		m.noteChanged(c.Path)
 	}
 	if c.Kind == KindNodeUpsert || c.Kind == KindNodeRemove || c.Kind == KindSetConfig {
-		m.rescan = true
+		m.noteRescan()
 	}
 	m.advance(l.Index)
 	return r
 }
 
-// maxChanged bounds the paths remembered between two DrainChanges.
-const maxChanged = 1 << 16
+// applyOp hands an op to its namespace's part. An op no part here
+// applies is refused alike on every node of this version.
+func (m *FSM) applyOp(l *raft.Log) *Result {
+	op, err := DecodeOp(l.Data)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	defer m.advance(l.Index)
+	if err != nil {
+		return &Result{Index: l.Index, Err: err}
+	}
+	p := m.parts[op.NS]
+	switch {
+	case p == nil:
+		return &Result{Index: l.Index, Err: fmt.Errorf("%w: %q (this node applies %s)", ErrUnknownNamespace, op.NS, m.Supports())}
+	case op.V > p.Version():
+		return &Result{Index: l.Index, Err: fmt.Errorf("%w: %s v%d (this node applies up to v%d)", ErrUnknownNamespace, op.NS, op.V, p.Version())}
+	}
+	r := p.Apply(l.Index, op)
+	if r == nil {
+		r = &Result{}
+	}
+	r.Index = l.Index
+	return r
+}
 
-// noteChanged remembers that path changed, as its record's string rather
-// than the decoded command's copy.
-func (m *FSM) noteChanged(path string) {
-	if m.overflow {
-		return
+// ReadPart runs fn with a namespace's part under the read lock (fn is not
+// called when no part has that name). fn must not keep the part.
+func (m *FSM) ReadPart(ns string, fn func(p Part)) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	p, ok := m.parts[ns]
+	if ok {
+		fn(p)
 	}
-	if f := m.state.File(path); f != nil {
-		path = f.Path
-	}
-	if _, ok := m.changed[path]; !ok && len(m.changed) >= maxChanged {
-		m.overflow = true
-		m.changed = map[string]struct{}{} // clear would keep the memory
-		return
-	}
-	m.changed[path] = struct{}{}
+	return ok
 }
 
 func (m *FSM) advance(idx uint64) {
@@ -134,20 +171,3 @@ func (m *FSM) WaitApplied(ctx context.Context, idx uint64) error {
 	}
 }
 
-// DrainChanges returns the paths changed since the last call, and whether
-// every path should be looked at again.
-func (m *FSM) DrainChanges() (paths []string, rescan bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for p := range m.changed {
-		paths = append(paths, p)
-	}
-	if len(paths) > 1024 {
-		m.changed = map[string]struct{}{} // let a burst's memory go
-	} else {
-		clear(m.changed)
-	}
-	rescan = m.rescan || m.overflow
-	m.rescan, m.overflow = false, false
-	return paths, rescan
-}

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The binary snapshot format, version 2 (version 1 is JSON). It is
+// The binary snapshot format, version 2 or 3 (version 1 is JSON). It is
 // streamed: neither writing nor reading holds more than one record's
 // encoding in memory, where JSON held the whole document. Integers are
 // (zigzag) varints; a string is its length then its bytes.
@@ -21,7 +21,12 @@ import (
 //	uvarint count, settings by key: key, value
 //	uvarint count, files in path order (below)
 //	uvarint count, idempotency records oldest first: key, kind, path, uvarint version
+//	version 3 only: uvarint count, sections by namespace: name, uvarint
+//	  version, the part's bytes (a string, up to snapMaxSection)
 //	end marker
+//
+// Version 3 adds the other namespaces' sections; a snapshot without any is
+// written as version 2, which binaries older than namespaces read.
 //
 // A file is: uvarint length of the prefix shared with the previous path,
 // the rest of the path, uvarint version, flags byte, blob id, varint size,
@@ -36,11 +41,15 @@ import (
 // the whole file, checked on open); truncation, by the end marker.
 const (
 	snapMagic   = "\x00mure-snapshot\n" // JSON (version 1) starts with '{'
-	snapVersion = 2
+	snapVersion = 3
+	// snapVersionCore is the version without sections.
+	snapVersionCore = 2
 	snapEnd     = "end\n"
 	// snapMaxString bounds a string read from a snapshot, so that a
 	// corrupt length cannot ask for gigabytes.
 	snapMaxString = 16 << 20
+	// snapMaxSection bounds a part's section.
+	snapMaxSection = 1 << 30
 )
 
 const (
@@ -65,7 +74,11 @@ type snapWriter struct {
 func writeSnapshot(w io.Writer, d *snapshotData) error {
 	e := &snapWriter{w: bufio.NewWriterSize(w, 64<<10), ids: map[string]uint64{}, sets: map[string]uint64{}}
 	e.w.WriteString(snapMagic)
-	e.uvarint(snapVersion)
+	if len(d.Sections) > 0 {
+		e.uvarint(snapVersion)
+	} else {
+		e.uvarint(snapVersionCore)
+	}
 	e.uvarint(d.Applied)
 	e.uvarint(uint64(len(d.Nodes)))
 	for _, n := range d.Nodes {
@@ -91,6 +104,15 @@ func writeSnapshot(w io.Writer, d *snapshotData) error {
 		e.str(string(r.Kind))
 		e.str(r.Path)
 		e.uvarint(r.Version)
+	}
+	if len(d.Sections) > 0 {
+		e.uvarint(uint64(len(d.Sections)))
+		for _, sec := range d.Sections {
+			e.str(sec.NS)
+			e.uvarint(uint64(sec.Version))
+			e.uvarint(uint64(len(sec.Data)))
+			e.w.Write(sec.Data)
+		}
 	}
 	e.w.WriteString(snapEnd)
 	return e.w.Flush() // bufio keeps the first write error

@@ -23,13 +23,14 @@ type snapReader struct {
 }
 
 // readSnapshot reads a binary snapshot, magic included.
-func readSnapshot(r *bufio.Reader) (*State, uint64, error) {
+func readSnapshot(r *bufio.Reader) (*State, uint64, []section, error) {
 	d := &snapReader{r: r, s: NewState()}
 	if _, err := r.Discard(len(snapMagic)); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
-	if v := d.uvarint(); d.err == nil && v != snapVersion {
-		return nil, 0, fmt.Errorf("%w: format version %d, this binary reads %d", errBadSnapshot, v, snapVersion)
+	version := d.uvarint()
+	if d.err == nil && version != snapVersion && version != snapVersionCore {
+		return nil, 0, nil, fmt.Errorf("%w: format version %d, this binary reads %d and %d", errBadSnapshot, version, snapVersionCore, snapVersion)
 	}
 	applied := d.uvarint()
 	for n := d.uvarint(); n > 0 && d.err == nil; n-- {
@@ -51,11 +52,22 @@ func readSnapshot(r *bufio.Reader) (*State, uint64, error) {
 			d.s.rememberIdem(r)
 		}
 	}
+	var sections []section
+	if version == snapVersion {
+		for n := d.uvarint(); n > 0 && d.err == nil; n-- {
+			sec := section{NS: d.str(), Version: int(d.uvarint())}
+			sec.Data = slices.Clone(d.bytesMax(snapMaxSection))
+			if sec.Data == nil {
+				sec.Data = []byte{}
+			}
+			sections = append(sections, sec)
+		}
+	}
 	d.end()
 	if d.err != nil {
-		return nil, 0, d.err
+		return nil, 0, nil, d.err
 	}
-	return d.s, applied, nil
+	return d.s, applied, sections, nil
 }
 
 func (d *snapReader) fail(err error) {
@@ -131,9 +143,12 @@ func (d *snapReader) full(b []byte) {
 }
 
 // bytes reads a string into the scratch buffer, valid until the next call.
-func (d *snapReader) bytes() []byte {
+func (d *snapReader) bytes() []byte { return d.bytesMax(snapMaxString) }
+
+// bytesMax reads a string of up to max bytes into the scratch buffer.
+func (d *snapReader) bytesMax(limit uint64) []byte {
 	n := d.uvarint()
-	if n > snapMaxString {
+	if n > limit {
 		d.fail(fmt.Errorf("%w: a %d-byte string", errBadSnapshot, n))
 	}
 	if d.err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 
 	"github.com/hashicorp/raft"
 )
@@ -20,6 +21,16 @@ type snapshotData struct {
 	Nodes   []Node            `json:"nodes"`
 	Config  map[string]string `json:"config"`
 	Idem    []IdemRecord      `json:"idem"`
+	// Sections hold the other namespaces' parts, by namespace (not in the
+	// JSON form, which predates them).
+	Sections []section `json:"-"`
+}
+
+// section is one part's state in a snapshot.
+type section struct {
+	NS      string
+	Version int
+	Data    []byte
 }
 
 // Snapshot implements raft.FSM. Records are immutable, so copying the
@@ -34,6 +45,16 @@ func (m *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		d.Files = append(d.Files, f)
 		return true
 	})
+	for _, ns := range slices.Sorted(maps.Keys(m.parts)) {
+		p := m.parts[ns]
+		b, err := p.Snapshot()
+		if err != nil {
+			return nil, fmt.Errorf("snapshot %s: %w", ns, err)
+		}
+		if b != nil {
+			d.Sections = append(d.Sections, section{NS: ns, Version: p.Version(), Data: b})
+		}
+	}
 	return d, nil
 }
 
@@ -55,12 +76,13 @@ func (m *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	br := bufio.NewReaderSize(rc, 64<<10)
 	var (
-		s       *State
-		applied uint64
-		err     error
+		s        *State
+		applied  uint64
+		sections []section
+		err      error
 	)
 	if head, _ := br.Peek(len(snapMagic)); bytes.Equal(head, []byte(snapMagic)) {
-		s, applied, err = readSnapshot(br)
+		s, applied, sections, err = readSnapshot(br)
 	} else {
 		s, applied, err = readJSONSnapshot(br)
 	}
@@ -69,9 +91,35 @@ func (m *FSM) Restore(rc io.ReadCloser) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.restoreParts(sections); err != nil {
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
 	m.state = s
-	m.rescan = true
+	m.noteRescan()
 	m.advance(applied)
+	return nil
+}
+
+// restoreParts gives every part its section, or nil when the snapshot has
+// none for it. A section no part here reads fails the restore: its state
+// would be lost, and this node would diverge from the others.
+func (m *FSM) restoreParts(sections []section) error {
+	byNS := map[string]section{}
+	for _, sec := range sections {
+		p := m.parts[sec.NS]
+		switch {
+		case p == nil:
+			return fmt.Errorf("%w: section of namespace %q, which this binary does not know (it applies %s)", errBadSnapshot, sec.NS, m.Supports())
+		case sec.Version > p.Version():
+			return fmt.Errorf("%w: section %s v%d, this binary reads up to v%d", errBadSnapshot, sec.NS, sec.Version, p.Version())
+		}
+		byNS[sec.NS] = sec
+	}
+	for ns, p := range m.parts {
+		if err := p.Restore(byNS[ns].Data); err != nil {
+			return fmt.Errorf("restore %s: %w", ns, err)
+		}
+	}
 	return nil
 }
 

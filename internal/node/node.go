@@ -20,6 +20,7 @@ import (
 
 	"github.com/mure-dev/mure/internal/apps"
 	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/dispatch"
 	"github.com/mure-dev/mure/internal/dsc"
 	"github.com/mure-dev/mure/internal/files"
 	"github.com/mure-dev/mure/internal/frontdoor"
@@ -222,7 +223,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.serve(n.httpSrv, local)
 		fc.Local = local.Deliver
 		fc.PolicyOverride = func() (p string) {
-			n.cl.FSM().Read(func(st *meta.State) { p = meta.ParseConfig(st.Config()).DispatchPolicy })
+			n.cl.FSM().Read(func(st *meta.State) { p = dispatch.PolicySetting(st.Config()) })
 			return p
 		}
 		fc.OnRole = func(bool) {

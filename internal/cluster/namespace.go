@@ -1,0 +1,105 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/mure-dev/mure/internal/meta"
+)
+
+// proposal is one entry to commit: a core command or another namespace's
+// op.
+type proposal struct {
+	cmd *meta.Command
+	op  *meta.Op
+}
+
+func (p proposal) String() string {
+	if p.op != nil {
+		return fmt.Sprintf("%s v%d %s", p.op.NS, p.op.V, p.op.Kind)
+	}
+	if p.cmd.Path != "" {
+		return string(p.cmd.Kind) + " " + p.cmd.Path
+	}
+	return string(p.cmd.Kind)
+}
+
+func (p proposal) encode() ([]byte, error) {
+	if p.op != nil {
+		return p.op.Encode()
+	}
+	return p.cmd.Encode()
+}
+
+// peerPath and body are how a follower forwards the proposal to the
+// leader. A leader older than namespaces answers 404 to an op: an error,
+// not retried.
+func (p proposal) peerPath() string {
+	if p.op != nil {
+		return "/peer/cluster/op"
+	}
+	return "/peer/cluster/apply"
+}
+
+func (p proposal) body() any {
+	if p.op != nil {
+		return p.op
+	}
+	return p.cmd
+}
+
+// namespace returns the namespace version the proposal needs.
+func (p proposal) namespace() (string, int) {
+	switch {
+	case p.op != nil:
+		return p.op.NS, p.op.V
+	case p.cmd.Kind == meta.KindSetConfig:
+		// A setting belongs to the namespace version that introduced it: a
+		// node that does not know it would refuse the value the others
+		// accept.
+		if s, ok := meta.LookupSetting(p.cmd.Key); ok {
+			return s.Namespace, s.Version
+		}
+	}
+	return meta.NSCore, 1
+}
+
+// checkSupported refuses, on the leader, a proposal that a voter's state
+// machine may not apply (docs/decisions/0012-versioned-namespaces.md).
+// The core at version 1 is applied by every binary: no check.
+func (c *Cluster) checkSupported(p proposal) error {
+	ns, v := p.namespace()
+	if ns == meta.NSCore && v <= 1 {
+		return nil
+	}
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("check %s: %w", p, err)
+	}
+	var voters []string
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			voters = append(voters, string(s.ID))
+		}
+	}
+	if err := meta.CheckSupported(ns, v, voters, c.Supports()); err != nil {
+		return fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	return nil
+}
+
+// Supports returns what every member gossips it supports, this node
+// included; a member not heard from, or older than namespaces, is absent.
+func (c *Cluster) Supports() map[string]meta.Supports {
+	out := map[string]meta.Supports{c.cfg.NodeID: c.fsm.Supports()}
+	for id, p := range c.gossip.view() {
+		if id == c.cfg.NodeID || p.meta.Supports == "" {
+			continue
+		}
+		if s, err := meta.ParseSupports(p.meta.Supports); err == nil {
+			out[id] = s
+		}
+	}
+	return out
+}
