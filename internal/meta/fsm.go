@@ -170,4 +170,3 @@ func (m *FSM) WaitApplied(ctx context.Context, idx uint64) error {
 		}
 	}
 }
-

@@ -39,9 +39,9 @@ var (
 // Op is one command of a namespace other than the core. Body is the
 // part's own encoding of the command (JSON by convention).
 type Op struct {
-	NS   string `json:"ns"`
-	V    int    `json:"v"`
-	Kind string `json:"kind"`
+	NS   string          `json:"ns"`
+	V    int             `json:"v"`
+	Kind string          `json:"kind"`
 	Body json.RawMessage `json:"body,omitempty"`
 }
 

@@ -266,4 +266,3 @@ func TestSupportsString(t *testing.T) {
 		}
 	}
 }
-

@@ -44,7 +44,7 @@ const (
 	snapVersion = 3
 	// snapVersionCore is the version without sections.
 	snapVersionCore = 2
-	snapEnd     = "end\n"
+	snapEnd         = "end\n"
 	// snapMaxString bounds a string read from a snapshot, so that a
 	// corrupt length cannot ask for gigabytes.
 	snapMaxString = 16 << 20
