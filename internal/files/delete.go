@@ -2,42 +2,41 @@ package files
 
 import (
 	"context"
-	"net/http"
+	"errors"
 
-	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/meta"
 )
 
-// handleDelete removes a file, leaving a tombstone in the catalogue so that
-// a node that missed the delete cannot bring the file back.
-func (s *Service) handleDelete(w http.ResponseWriter, r *http.Request) {
-	wr, status, code, msg := parseWriteReq(r)
-	if status != 0 {
-		api.Error(w, status, code, msg)
-		return
+// Delete removes path, leaving a tombstone in the catalogue so that a node
+// that missed the delete cannot bring the file back. Like Put, it returns
+// a *HeldElsewhereError when another live node holds the write right, or,
+// with o.Forward, hands the delete to that node.
+func (s *Service) Delete(ctx context.Context, path string, o DeleteOptions) error {
+	if err := checkWrite(path, o.IdempotencyKey); err != nil {
+		return err
 	}
-	cur := s.fsm.File(wr.path)
-	if _, ok := s.idemDone(meta.KindDelete, wr.path, wr.idem); ok {
-		w.WriteHeader(http.StatusNoContent) // a retry of a delete that succeeded
-		return
+	cur := s.fsm.File(path)
+	if _, ok := s.idemDone(meta.KindDelete, path, o.IdempotencyKey); ok {
+		return nil // a retry of a delete that succeeded
 	}
-	if s.heldElsewhere(cur) {
-		s.redirect(w, r, wr.hop, cur.Holder)
-		return
+	if s.heldByOther(cur) {
+		return s.deleteElsewhere(ctx, path, cur.Holder, o)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()
 	res, err := s.cl.Apply(ctx, meta.Command{
-		Kind: meta.KindDelete, Path: wr.path, Node: s.self, Cond: wr.cond, Idem: idemOrRandom(wr.idem),
+		Kind: meta.KindDelete, Path: path, Node: s.self, Cond: o.Cond, Idem: idemOrRandom(o.IdempotencyKey),
 		Force: cur != nil && cur.Holder != "" && cur.Holder != s.self,
 	})
 	if err != nil {
-		s.clusterError(w, "delete "+wr.path, err)
-		return
+		return errNoQuorum("delete "+path, err)
 	}
-	if s.refused(w, r, wr, res) {
-		return
+	switch {
+	case errors.Is(res.Err, meta.ErrHeld):
+		return s.deleteElsewhere(ctx, path, res.File.Holder, o)
+	case res.Err != nil:
+		return s.stateError(ctx, path, res.Err)
 	}
 	s.metrics.deletes.Inc()
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

@@ -1,16 +1,12 @@
 package files
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
-	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/meta"
 )
 
@@ -52,25 +48,6 @@ func (f *fences) check(path string, applied uint64) (fence, bool) {
 	return fc, true
 }
 
-type invalidateReq struct {
-	Path  string `json:"path"`
-	Index uint64 `json:"index"`
-	Hint  string `json:"hint"`
-}
-
-func (s *Service) handleInvalidate(w http.ResponseWriter, r *http.Request) {
-	var req invalidateReq
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
-		api.Error(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
-		return
-	}
-	if s.fsm.Applied() < req.Index {
-		s.fences.add(req.Path, req.Index, req.Hint)
-	}
-	s.metrics.invalidations.Inc()
-	w.WriteHeader(http.StatusNoContent)
-}
-
 // Barrier runs on the leader after a command invalidated copies (see
 // cluster.Config.Barrier): every node named in r.Invalidated that holds a
 // read lease must either acknowledge the invalidation or let its lease
@@ -79,7 +56,7 @@ func (s *Service) Barrier(ctx context.Context, r *meta.Result) error {
 	if r.File == nil {
 		return nil
 	}
-	req := invalidateReq{Path: r.File.Path, Index: r.Index, Hint: r.File.Holder}
+	req := Invalidation{Path: r.File.Path, Index: r.Index, Hint: r.File.Holder}
 	if req.Hint == "" && len(r.File.Valid) > 0 {
 		req.Hint = r.File.Valid[0]
 	}
@@ -127,14 +104,14 @@ func (s *Service) settle(ctx context.Context, f *meta.File) error {
 
 // invalidateOn tells node to stop serving req.Path, or waits until its
 // lease has expired if it cannot be told.
-func (s *Service) invalidateOn(ctx context.Context, node string, deadline time.Time, req invalidateReq) error {
+func (s *Service) invalidateOn(ctx context.Context, node string, deadline time.Time, req Invalidation) error {
 	cctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	if _, peer, ok := s.nodeAddrs(node); ok {
 		// Retry until the lease deadline: a pooled connection to a node
 		// that restarted fails once, and waiting out a lease costs more.
 		for cctx.Err() == nil {
-			err := s.postInvalidate(cctx, peer, req)
+			err := s.peers.Invalidate(cctx, peer, req)
 			if err == nil {
 				return nil
 			}
@@ -152,21 +129,4 @@ func (s *Service) invalidateOn(ctx context.Context, node string, deadline time.T
 	case <-ctx.Done():
 		return fmt.Errorf("invalidate %s on %s: %w", req.Path, node, ctx.Err())
 	}
-}
-
-func (s *Service) postInvalidate(ctx context.Context, peer string, req invalidateReq) error {
-	b, _ := json.Marshal(req)
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+peer+"/peer/files/invalidate", bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	resp, err := s.cl.PeerClient().Do(hr)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("invalidate on %s: status %d", peer, resp.StatusCode)
-	}
-	return nil
 }

@@ -1,49 +1,38 @@
 package files
 
 import (
-	"net/http"
-	"strconv"
+	"context"
 	"strings"
 
-	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/meta"
 )
 
-// listPage is the JSON answer of GET /list.
-type listPage struct {
-	Files    []FileInfo `json:"files"`
-	Prefixes []string   `json:"prefixes"`
-	Next     string     `json:"next"`
-}
-
-func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit := 1000
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10000 {
-			api.Error(w, http.StatusBadRequest, api.CodeBadRequest, "limit must be a number from 1 to 10000")
-			return
-		}
-		limit = n
+// List returns a page of the files under o.Prefix in key order, files
+// and, with a delimiter, the common prefixes that stand for "directories".
+// It reads this node's catalogue, which may lag the leader's by a few
+// milliseconds unless o.Consistent.
+func (s *Service) List(ctx context.Context, o ListOptions) (ListPage, error) {
+	limit := o.Limit
+	switch {
+	case limit == 0:
+		limit = 1000
+	case limit < 1 || limit > 10000:
+		return ListPage{}, kindErr(ErrBadRequest, nil, "limit must be a number from 1 to 10000")
 	}
-	prefix, delim := q.Get("prefix"), q.Get("delimiter")
-	if strings.ContainsAny(prefix, "\x00") || len(prefix) > MaxPathLen {
-		api.Error(w, http.StatusBadRequest, api.CodeBadPath, "prefix must be at most 1024 bytes without NUL")
-		return
+	if strings.ContainsAny(o.Prefix, "\x00") || len(o.Prefix) > MaxPathLen {
+		return ListPage{}, kindErr(ErrBadPath, nil, "prefix must be at most 1024 bytes without NUL")
 	}
-	if c := q.Get("consistent"); c == "1" || c == "true" {
-		if err := s.cl.CatchUp(r.Context()); err != nil {
-			api.Unavailable(w, 1, api.CodeNoQuorum, "cannot reach the leader for a consistent listing: "+err.Error())
-			return
+	if o.Consistent {
+		if err := s.cl.CatchUp(ctx); err != nil {
+			return ListPage{}, unavailable(ErrNoQuorum, err, "cannot reach the leader for a consistent listing: "+err.Error())
 		}
 	}
 	var entries []meta.ListEntry
 	var next string
 	s.fsm.Read(func(st *meta.State) {
-		entries, next = st.List(prefix, delim, q.Get("after"), limit)
+		entries, next = st.List(o.Prefix, o.Delimiter, o.After, limit)
 	})
-	page := listPage{Files: []FileInfo{}, Prefixes: []string{}, Next: next}
+	page := ListPage{Files: []Info{}, Prefixes: []string{}, Next: next}
 	for _, e := range entries {
 		if e.File != nil {
 			page.Files = append(page.Files, infoOf(e.File))
@@ -51,30 +40,19 @@ func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
 			page.Prefixes = append(page.Prefixes, e.Prefix)
 		}
 	}
-	api.JSON(w, http.StatusOK, page)
+	return page, nil
 }
 
-// FileStatus is one file's replica state, as shown by GET /status/files/.
-type FileStatus struct {
-	*meta.File
-	ETag      string   `json:"etag"`
-	State     string   `json:"state"`
-	Targets   []string `json:"targets"`
-	LocalCopy bool     `json:"local_copy_valid"`
-}
-
-func (s *Service) handleFileStatus(w http.ResponseWriter, r *http.Request) {
-	p := r.PathValue("path")
-	if err := ValidatePath(p); err != nil {
-		api.Error(w, http.StatusBadRequest, api.CodeBadPath, err.Error())
-		return
+// FileStatus returns path's replica state as this node sees it.
+func (s *Service) FileStatus(path string) (Status, error) {
+	if err := ValidatePath(path); err != nil {
+		return Status{}, err
 	}
-	f := s.fsm.File(p)
+	f := s.fsm.File(path)
 	if f == nil {
-		api.Error(w, http.StatusNotFound, api.CodeNotFound, "no file at "+p+" (never written)")
-		return
+		return Status{}, kindErr(ErrNotFound, nil, "no file at %s (never written)", path)
 	}
-	st := FileStatus{File: f, ETag: f.ETag(), State: "replicated", LocalCopy: f.IsValidOn(s.self)}
+	st := Status{File: f, ETag: f.ETag(), State: "replicated", LocalCopy: f.IsValidOn(s.self)}
 	switch {
 	case f.Deleted:
 		st.State = "deleted"
@@ -83,5 +61,5 @@ func (s *Service) handleFileStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	cfg := s.config()
 	s.fsm.Read(func(ms *meta.State) { st.Targets = ms.Targets(f, cfg.Replicas) })
-	api.JSON(w, http.StatusOK, st)
+	return st, nil
 }

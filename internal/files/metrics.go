@@ -9,7 +9,7 @@ type Metrics struct {
 	bytesIn, bytesOut, replicaBytesIn, replicaBytesOut                        prometheus.Counter
 	replicationBytes, throttleWait                                            prometheus.Counter
 	replicationRate                                                           prometheus.Gauge
-	redirects                                                                 *prometheus.CounterVec
+	redirects, forwarded, forwardFailed                                       *prometheus.CounterVec
 	backlog                                                                   prometheus.Gauge
 }
 
@@ -41,13 +41,23 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "The replication.rate cap in force on this node, bytes per second (0: no cap)."}),
 		redirects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Subsystem: "files", Name: "redirects_total",
 			Help: "Requests redirected to another node, by method."}, []string{"method"}),
+		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Subsystem: "files", Name: "forwarded_total",
+			Help: "Requests this node forwarded to another node (reads streamed from a holder of a valid copy, writes handed to the holder of the write right), by operation."}, []string{"op"}),
+		forwardFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Subsystem: "files", Name: "forward_failures_total",
+			Help: "Forwarded requests that failed because the other node could not be reached or stopped answering, by operation."}, []string{"op"}),
 		backlog: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "files", Name: "replication_backlog_files",
 			Help: "Files this node should hold but whose current version it does not have yet."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.localReads, m.writes, m.deletes, m.invalidations, m.leaseWaits, m.releases, m.resumed, m.lostReplicas, m.dropped,
 			m.bytesIn, m.bytesOut, m.replicaBytesIn, m.replicaBytesOut,
-			m.replicationBytes, m.throttleWait, m.replicationRate, m.redirects, m.backlog)
+			m.replicationBytes, m.throttleWait, m.replicationRate, m.redirects, m.forwarded, m.forwardFailed, m.backlog)
 	}
 	return m
 }
+
+// Redirected counts a request a face redirected to another node.
+func (m *Metrics) Redirected(method string) { m.redirects.WithLabelValues(method).Inc() }
+
+// Sent counts n bytes of file content a face sent to a client.
+func (m *Metrics) Sent(n int64) { m.bytesOut.Add(float64(n)) }

@@ -4,13 +4,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/store"
 )
@@ -27,7 +24,6 @@ type Cluster interface {
 	WaitInvalidationReady(ctx context.Context) error
 	LeasedExcept(keep []string) []string
 	Alive(id string) bool
-	PeerClient() *http.Client
 	CatchUp(ctx context.Context) error
 }
 
@@ -35,20 +31,18 @@ type Cluster interface {
 type Config struct {
 	// MaxBody is the largest file accepted by PUT, in bytes.
 	MaxBody int64
-	// MaxHops bounds a chain of redirects.
-	MaxHops int
 	// Fetchers is the number of concurrent replica fetches.
 	Fetchers int
 	// WriteTimeout bounds the cluster round trips of one write.
 	WriteTimeout time.Duration
 	// SettleWait bounds how long a read waits for a version being made
-	// visible (pending) before answering 503.
+	// visible (pending) before giving up with ErrPending.
 	SettleWait time.Duration
 	// UnsafeReads serves any local copy without the protocol's checks.
 	// Tests only: the broken variant the linearizability checker must catch.
 	UnsafeReads bool
-	// Explain adds X-Mure-Judged to read answers: the applied index, fence
-	// and lease they were judged on (debugging the protocol).
+	// Explain asks the faces to show the state a read was judged on (the
+	// native API's X-Mure-Judged header; debugging the protocol).
 	Explain bool
 	// ScrubPeriod is how often the background scrub reads every local
 	// replica to check it against its checksum; a pass is spread over the
@@ -66,7 +60,7 @@ type Config struct {
 
 // DefaultConfig returns production defaults.
 func DefaultConfig() Config {
-	return Config{MaxBody: 5 << 30, MaxHops: 8, Fetchers: 4, WriteTimeout: 30 * time.Second, SettleWait: 3 * time.Second,
+	return Config{MaxBody: 5 << 30, Fetchers: 4, WriteTimeout: 30 * time.Second, SettleWait: 3 * time.Second,
 		ScrubPeriod: 24 * time.Hour, ScrubRate: 64 << 20}
 }
 
@@ -75,6 +69,7 @@ func DefaultConfig() Config {
 type Service struct {
 	cfg     Config
 	cl      Cluster
+	peers   Peers
 	fsm     *meta.FSM
 	st      *store.Store
 	log     *slog.Logger
@@ -88,21 +83,17 @@ type Service struct {
 	// throttle caps the replication worker's fetches (replication.rate).
 	throttle *throttle
 	backlog  atomic.Int64
-	// nodeHeader is the X-Mure-Node value, allocated once.
-	nodeHeader []string
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// New builds the service; Start runs its background work.
-func New(cfg Config, cl Cluster, st *store.Store) *Service {
+// New builds the service over the node's cluster seat, its store and the
+// transport to its peers; Start runs its background work.
+func New(cfg Config, cl Cluster, st *store.Store, peers Peers) *Service {
 	def := DefaultConfig()
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = def.MaxBody
-	}
-	if cfg.MaxHops <= 0 {
-		cfg.MaxHops = def.MaxHops
 	}
 	if cfg.Fetchers <= 0 {
 		cfg.Fetchers = def.Fetchers
@@ -128,8 +119,7 @@ func New(cfg Config, cl Cluster, st *store.Store) *Service {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
 	}
-	s := &Service{cfg: cfg, cl: cl, fsm: cl.FSM(), st: st, log: cfg.Logger, self: cl.NodeID(), metrics: cfg.Metrics,
-		nodeHeader: []string{cl.NodeID()}}
+	s := &Service{cfg: cfg, cl: cl, peers: peers, fsm: cl.FSM(), st: st, log: cfg.Logger, self: cl.NodeID(), metrics: cfg.Metrics}
 	s.fences.m = map[string]fence{}
 	s.drops.kick = make(chan struct{}, 1)
 	s.resumer = newResumer(s)
@@ -176,38 +166,19 @@ func (s *Service) nodeAddrs(id string) (httpAddr, peerAddr string, ok bool) {
 	return
 }
 
-// Routes registers the client API handlers on mux.
-func (s *Service) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /list", s.handleList)
-	mux.HandleFunc("GET /status/files/{path...}", s.handleFileStatus)
-}
+// NodeID is the ID of the node this service runs on.
+func (s *Service) NodeID() string { return s.self }
 
-// FilesPrefix is the URL prefix of file keys. Requests under it must go to
-// ServeFiles directly, not through an http.ServeMux, which would "clean"
-// keys such as a//b or a/./b into other keys instead of refusing them.
-const FilesPrefix = "/files/"
+// MaxBody is the largest body Put accepts, in bytes.
+func (s *Service) MaxBody() int64 { return s.cfg.MaxBody }
 
-// ServeFiles serves GET, HEAD, PUT and DELETE of /files/{path}.
-func (s *Service) ServeFiles(w http.ResponseWriter, r *http.Request) {
-	r.Pattern = FilesPrefix
-	r.SetPathValue("path", strings.TrimPrefix(r.URL.Path, FilesPrefix))
-	w.Header()["X-Mure-Node"] = s.nodeHeader // which node answered (after redirects)
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		s.handleGet(w, r)
-	case http.MethodPut:
-		s.handlePut(w, r)
-	case http.MethodDelete:
-		s.handleDelete(w, r)
-	default:
-		w.Header().Set("Allow", "GET, HEAD, PUT, DELETE")
-		api.Error(w, http.StatusMethodNotAllowed, api.CodeMethod, r.Method+" is not allowed on files; use GET, HEAD, PUT or DELETE")
-	}
-}
+// Explains reports whether reads should show the state they were judged
+// on (Config.Explain).
+func (s *Service) Explains() bool { return s.cfg.Explain }
 
-// PeerRoutes registers the peer API handlers on mux.
-func (s *Service) PeerRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /peer/files/invalidate", s.handleInvalidate)
-	mux.HandleFunc("GET /peer/files/blob", s.handleBlobGet)
-	mux.HandleFunc("PUT /peer/files/blob", s.handleBlobPut)
-}
+// Metrics returns the service's series, for the faces to count what only
+// they see (redirects, bytes sent).
+func (s *Service) Metrics() *Metrics { return s.metrics }
+
+// LeaseInfo describes this node's read lease (for explanations).
+func (s *Service) LeaseInfo() string { return s.cl.LeaseInfo() }

@@ -2,10 +2,8 @@ package files
 
 import (
 	"context"
-	"net/http"
 	"time"
 
-	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/meta"
 )
 
@@ -92,10 +90,4 @@ func (s *Service) awaitSettled(ctx context.Context, path string) *meta.File {
 			return f
 		}
 	}
-}
-
-// pendingError answers a read of a version that is still being made
-// visible everywhere.
-func pendingError(w http.ResponseWriter) {
-	api.Unavailable(w, 1, api.CodeUnavailable, "a write to this file is being made visible on every node; retry in a moment")
 }

@@ -5,195 +5,135 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
-	"net/http"
 	"strings"
-	"time"
 
-	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/store"
 )
 
-// FileInfo is the JSON answer to a write and a row of a listing.
-type FileInfo struct {
-	Path     string    `json:"path"`
-	Version  uint64    `json:"version"`
-	ETag     string    `json:"etag"`
-	Size     int64     `json:"size"`
-	SHA256   string    `json:"sha256,omitempty"`
-	Modified time.Time `json:"modified"`
-}
-
-func infoOf(f *meta.File) FileInfo {
-	return FileInfo{Path: f.Path, Version: f.Version, ETag: f.ETag(), Size: f.Size, SHA256: f.Sum, Modified: f.Modified.Time()}
-}
-
-// writeReq is a parsed PUT or DELETE.
-type writeReq struct {
-	path string
-	cond meta.Cond
-	idem string
-	hop  int
-}
-
-func parseWriteReq(r *http.Request) (writeReq, int, string, string) {
-	wr := writeReq{path: r.PathValue("path")}
-	if err := ValidatePath(wr.path); err != nil {
-		return wr, http.StatusBadRequest, api.CodeBadPath, err.Error()
+// Put writes body as the new content of path (docs/protocol.md, "Write").
+// It takes the file's write right from the serializer (or uses the one
+// this node holds), stores the body, pushes a standby copy for
+// durability, and commits; it returns once every node that could still
+// answer for the previous version has been fenced. The body is not read
+// before the node knows it will take the write: when another live node
+// holds the right, Put returns a *HeldElsewhereError, or, with o.Forward,
+// hands the write to that node.
+func (s *Service) Put(ctx context.Context, path string, body io.Reader, o PutOptions) (Info, error) {
+	if err := checkWrite(path, o.IdempotencyKey); err != nil {
+		return Info{}, err
 	}
-	if im := r.Header.Get("If-Match"); im != "" && im != "*" {
-		v, ok := meta.ParseETag(strings.TrimSpace(im))
-		if !ok {
-			return wr, http.StatusBadRequest, api.CodeBadRequest, "If-Match must be one entity tag as returned in ETag, e.g. \"1a\""
-		}
-		wr.cond.IfMatch = v
+	if o.Size > s.cfg.MaxBody {
+		return Info{}, &TooLargeError{Size: o.Size, Limit: s.cfg.MaxBody}
 	}
-	if inm := r.Header.Get("If-None-Match"); inm != "" {
-		if strings.TrimSpace(inm) != "*" {
-			return wr, http.StatusBadRequest, api.CodeBadRequest, "only If-None-Match: * (create only) is supported on writes"
-		}
-		wr.cond.IfNoneMatch = true
+	cur := s.fsm.File(path)
+	if v, ok := s.idemDone(meta.KindCommit, path, o.IdempotencyKey); ok {
+		return duplicate(cur, v), nil // a retry of a write that succeeded
 	}
-	wr.idem = r.Header.Get("Idempotency-Key")
-	if len(wr.idem) > 128 || strings.ContainsFunc(wr.idem, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
-		return wr, http.StatusBadRequest, api.CodeBadRequest, "Idempotency-Key must be at most 128 printable ASCII characters without spaces"
+	if s.heldByOther(cur) {
+		return s.putElsewhere(ctx, path, cur.Holder, body, o)
 	}
-	wr.hop = parseReadOpts(r).hop
-	return wr, 0, "", ""
-}
-
-// handlePut is a whole-file write (see docs/protocol.md, "Write").
-func (s *Service) handlePut(w http.ResponseWriter, r *http.Request) {
-	wr, status, code, msg := parseWriteReq(r)
-	if status != 0 {
-		api.Error(w, status, code, msg)
-		return
-	}
-	if r.ContentLength > s.cfg.MaxBody {
-		api.Error(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("body of %d bytes exceeds this node's limit of %d bytes (--max-body)", r.ContentLength, s.cfg.MaxBody))
-		return
-	}
-	cur := s.fsm.File(wr.path)
-	if v, ok := s.idemDone(meta.KindCommit, wr.path, wr.idem); ok {
-		s.writeDuplicate(w, cur, v) // a retry of a write that succeeded
-		return
-	}
-	// Decide where the write goes before reading any of the body, so a
-	// client that sent Expect: 100-continue uploads only once.
-	if s.heldElsewhere(cur) {
-		s.redirect(w, r, wr.hop, cur.Holder)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()
-	grant, heldBefore, err := s.takeRight(ctx, wr.path, cur)
+	grant, heldBefore, err := s.takeRight(ctx, path, cur)
 	if err != nil {
-		s.clusterError(w, "take the write right of "+wr.path, err)
-		return
+		return Info{}, errNoQuorum("take the write right of "+path, err)
 	}
-	if s.refused(w, r, wr, grant) {
-		return
+	if errors.Is(grant.Err, meta.ErrHeld) {
+		return s.putElsewhere(ctx, path, grant.File.Holder, body, o)
 	}
-	defer s.resumer.end(wr.path, grant.File.Grant)
+	if grant.Err != nil {
+		return Info{}, s.stateError(ctx, path, grant.Err)
+	}
+	defer s.resumer.end(path, grant.File.Grant)
 	release := func() {
 		if !heldBefore {
-			s.resumer.releaseNow(wr.path, grant.File.Grant)
+			s.resumer.releaseNow(path, grant.File.Grant)
 		}
 	}
 	// The condition is checked before the body is read only on a view known
 	// to be current: after a fresh Acquire (this node has applied everything
 	// up to it). A holder's own view may lag behind a write of its own that
 	// others already see; the state machine checks again at commit anyway.
-	if err := wr.cond.Check(grant.File); err != nil && !heldBefore {
+	if err := o.Cond.Check(grant.File); err != nil && !heldBefore {
 		release()
-		s.stateError(w, r, wr.path, err)
-		return
+		return Info{}, s.stateError(ctx, path, err)
 	}
-	blob, err := s.receive(w, r, wr.path)
+	blob, err := s.receive(path, body, o.Size)
 	if err != nil {
 		release()
-		s.bodyError(w, err)
-		return
+		return Info{}, s.bodyError(err)
 	}
-	standby, err := s.pushStandby(ctx, wr.path, blob)
+	standby, err := s.pushStandby(ctx, path, blob)
 	if err != nil {
 		release()
-		s.st.Remove(wr.path, blob.ID)
-		api.Unavailable(w, 1, api.CodeUnavailable, "the write could not be made durable on a second node: "+err.Error()+" (or set durability=local)")
-		return
+		s.st.Remove(path, blob.ID)
+		return Info{}, unavailable(ErrUnavailable, err, "the write could not be made durable on a second node: "+err.Error()+" (or set durability=local)")
 	}
 	res, err := s.cl.Apply(ctx, meta.Command{
-		Kind: meta.KindCommit, Path: wr.path, Node: s.self, Grant: grant.File.Grant,
+		Kind: meta.KindCommit, Path: path, Node: s.self, Grant: grant.File.Grant,
 		BlobID: blob.ID, Size: blob.Size, Sum: blob.Sum, Standby: standby,
-		Cond: wr.cond, Idem: idemOrRandom(wr.idem),
+		Cond: o.Cond, Idem: idemOrRandom(o.IdempotencyKey),
 	})
 	if err != nil {
-		s.clusterError(w, "commit "+wr.path, err)
-		return
+		return Info{}, errNoQuorum("commit "+path, err)
 	}
 	if res.Err != nil {
-		s.st.Remove(wr.path, blob.ID)
-		s.stateError(w, r, wr.path, res.Err)
-		return
+		s.st.Remove(path, blob.ID)
+		return Info{}, s.stateError(ctx, path, res.Err)
 	}
 	if res.Duplicate {
-		s.st.Remove(wr.path, blob.ID)
-		s.writeDuplicate(w, res.File, res.Version)
-		return
+		s.st.Remove(path, blob.ID)
+		return duplicate(res.File, res.Version), nil
 	}
 	s.metrics.writes.Inc()
 	s.metrics.bytesIn.Add(float64(blob.Size))
-	s.resumer.written(wr.path, res.File.Grant)
-	status = http.StatusOK
-	if !grant.File.Exists() {
-		status = http.StatusCreated
-	}
-	w.Header().Set("ETag", res.File.ETag())
-	api.JSON(w, status, infoOf(res.File))
+	s.resumer.written(path, res.File.Grant)
+	info := infoOf(res.File)
+	info.Created = !grant.File.Exists()
+	return info, nil
 }
 
-// heldElsewhere reports whether another live node holds cur's write
-// right (the write goes there).
-func (s *Service) heldElsewhere(cur *meta.File) bool {
+// checkWrite checks a write's path and idempotency key.
+func checkWrite(path, idem string) error {
+	if err := ValidatePath(path); err != nil {
+		return err
+	}
+	if len(idem) > 128 || strings.ContainsFunc(idem, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+		return kindErr(ErrBadRequest, nil, "Idempotency-Key must be at most 128 printable ASCII characters without spaces")
+	}
+	return nil
+}
+
+// heldByOther reports whether another live node holds cur's write right
+// (the write goes there).
+func (s *Service) heldByOther(cur *meta.File) bool {
 	return cur != nil && cur.Holder != "" && cur.Holder != s.self && s.cl.Alive(cur.Holder)
-}
-
-// refused answers a refusal of the state machine — a redirect to the
-// holder for ErrHeld — and reports whether res was one.
-func (s *Service) refused(w http.ResponseWriter, r *http.Request, wr writeReq, res *meta.Result) bool {
-	switch {
-	case res.Err == nil:
-		return false
-	case errors.Is(res.Err, meta.ErrHeld):
-		s.redirect(w, r, wr.hop, res.File.Holder)
-	default:
-		s.stateError(w, r, wr.path, res.Err)
-	}
-	return true
 }
 
 // idemDone reports whether a write with this idempotency key to path was
 // already applied, and the version it produced.
 func (s *Service) idemDone(kind meta.Kind, path, key string) (uint64, bool) {
+	if key == "" {
+		return 0, false
+	}
 	var rec meta.IdemRecord
 	var ok bool
 	s.fsm.Read(func(st *meta.State) { rec, ok = st.Idem(key) })
 	return rec.Version, ok && rec.Path == path && rec.Kind == kind
 }
 
-// writeDuplicate answers a retried write with the outcome of the first
-// attempt: the version it produced (the file may have changed since).
-func (s *Service) writeDuplicate(w http.ResponseWriter, cur *meta.File, version uint64) {
-	info := FileInfo{Version: version, ETag: meta.ETagOf(version)}
+// duplicate is the answer to a retried write: the outcome of the first
+// attempt, the version it produced (the file may have changed since).
+func duplicate(cur *meta.File, version uint64) Info {
+	info := Info{Version: version, ETag: meta.ETagOf(version)}
 	if cur != nil && cur.Version == version {
 		info = infoOf(cur)
 	} else if cur != nil {
 		info.Path = cur.Path
 	}
-	w.Header().Set("ETag", info.ETag)
-	api.JSON(w, http.StatusOK, info)
+	return info
 }
 
 // takeRight returns the write right of cur's path for this node, marked
@@ -227,17 +167,20 @@ func (s *Service) takeRight(ctx context.Context, path string, cur *meta.File) (r
 	}
 }
 
-// receive stores the request body durably under a fresh blob ID.
-func (s *Service) receive(w http.ResponseWriter, r *http.Request, path string) (store.Info, error) {
+// receive stores the body durably under a fresh blob ID.
+func (s *Service) receive(path string, body io.Reader, size int64) (store.Info, error) {
 	id := newBlobID()
 	s.protect.add(path, id, 2*s.cfg.WriteTimeout)
 	wr, err := s.st.Create(path, id)
 	if err != nil {
 		return store.Info{}, err
 	}
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-	n, err := io.Copy(wr, body)
-	if err == nil && r.ContentLength >= 0 && n != r.ContentLength {
+	n, err := io.Copy(wr, io.LimitReader(body, s.cfg.MaxBody+1))
+	switch {
+	case err != nil:
+	case n > s.cfg.MaxBody:
+		err = &TooLargeError{Size: -1, Limit: s.cfg.MaxBody}
+	case size >= 0 && n != size:
 		err = io.ErrUnexpectedEOF
 	}
 	if err != nil {
@@ -247,47 +190,39 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, path string) (
 	return wr.Commit()
 }
 
-// bodyError maps a failure to receive the body to an answer.
-func (s *Service) bodyError(w http.ResponseWriter, err error) {
-	var mbe *http.MaxBytesError
+// bodyError is the error of a body that could not be received.
+func (s *Service) bodyError(err error) error {
 	switch {
-	case errors.As(err, &mbe):
-		api.Error(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("body exceeds this node's limit of %d bytes (--max-body)", mbe.Limit))
+	case errors.Is(err, ErrTooLarge):
+		return err
 	case errors.Is(err, store.ErrNoSpace):
-		api.Error(w, http.StatusInsufficientStorage, api.CodeNoSpace, "this node's disk is full; the previous version is unchanged: "+err.Error())
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.Canceled):
-		api.Error(w, http.StatusBadRequest, api.CodeTruncated, "the body ended before Content-Length bytes arrived; nothing was changed")
+		return kindErr(ErrNoSpace, err, "this node's disk is full; the previous version is unchanged: %v", err)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.Canceled), errors.Is(err, ErrTruncated):
+		return kindErr(ErrTruncated, err, "the body ended before Content-Length bytes arrived; nothing was changed")
 	default:
 		s.log.Error("receive body", "err", err)
-		api.Error(w, http.StatusInternalServerError, api.CodeInternal, "could not store the body: "+err.Error())
+		return kindErr(ErrInternal, err, "could not store the body: %v", err)
 	}
 }
 
-// clusterError answers when the cluster could not decide (no quorum...).
-func (s *Service) clusterError(w http.ResponseWriter, what string, err error) {
-	s.log.Warn("cluster round trip failed", "what", what, "err", err)
-	api.Unavailable(w, 1, api.CodeNoQuorum, "cannot "+what+": the cluster has no leader or quorum right now ("+err.Error()+"); writes resume when a majority of voters is back")
-}
-
-// stateError answers a refusal of the state machine.
-func (s *Service) stateError(w http.ResponseWriter, r *http.Request, path string, err error) {
+// stateError is the error of a refusal of the state machine.
+func (s *Service) stateError(ctx context.Context, path string, err error) error {
 	if errors.Is(err, meta.ErrPrecondition) || errors.Is(err, meta.ErrNotFound) {
 		// The refusal reveals the current version: answer only once it is
 		// visible everywhere, or a reader could still be given the old one.
-		if f := s.awaitSettled(r.Context(), path); f != nil && f.Pending {
-			pendingError(w)
-			return
+		if f := s.awaitSettled(ctx, path); f != nil && f.Pending {
+			return errPending()
 		}
 	}
 	switch {
 	case errors.Is(err, meta.ErrPrecondition):
-		api.Error(w, http.StatusPreconditionFailed, api.CodePrecondition, err.Error())
+		return kindErr(ErrPrecondition, err, "%s", err.Error())
 	case errors.Is(err, meta.ErrNotFound):
-		api.Error(w, http.StatusNotFound, api.CodeNotFound, err.Error())
+		return kindErr(ErrNotFound, err, "%s", err.Error())
 	case errors.Is(err, meta.ErrNotHolder), errors.Is(err, meta.ErrHeld):
-		api.Error(w, http.StatusConflict, api.CodeConflict, "another write took over this file meanwhile; nothing was changed by this request: "+err.Error())
+		return kindErr(ErrConflict, err, "another write took over this file meanwhile; nothing was changed by this request: %v", err)
 	default:
-		api.Error(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
+		return kindErr(ErrInternal, err, "%s", err.Error())
 	}
 }
 

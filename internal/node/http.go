@@ -16,7 +16,8 @@ import (
 	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/dsc"
-	"github.com/mure-dev/mure/internal/files"
+	"github.com/mure-dev/mure/internal/files/filehttp"
+	"github.com/mure-dev/mure/internal/files/filepeer"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/meta"
@@ -27,7 +28,7 @@ func discardLog() *log.Logger { return log.New(io.Discard, "", 0) }
 // clientHandler is the client API (docs/api.md).
 func (n *Node) clientHandler() http.Handler {
 	mux := http.NewServeMux()
-	n.files.Routes(mux)
+	n.fileAPI.Routes(mux)
 	n.apps.Routes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		api.JSON(w, http.StatusOK, map[string]string{"status": "ok", "node": n.ID()})
@@ -65,7 +66,7 @@ const (
 func writesThrough(wlim *admission.Limiter, next http.Handler) http.Handler {
 	limited := wlim.Wrap(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if (r.Method == http.MethodPut || r.Method == http.MethodDelete) && strings.HasPrefix(r.URL.Path, files.FilesPrefix) {
+		if (r.Method == http.MethodPut || r.Method == http.MethodDelete) && strings.HasPrefix(r.URL.Path, filehttp.FilesPrefix) {
 			limited.ServeHTTP(w, r)
 			return
 		}
@@ -78,8 +79,8 @@ func writesThrough(wlim *admission.Limiter, next http.Handler) http.Handler {
 // method by the JSON envelope rather than the mux's plain text.
 func (n *Node) route(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, files.FilesPrefix) {
-			n.files.ServeFiles(w, r)
+		if strings.HasPrefix(r.URL.Path, filehttp.FilesPrefix) {
+			n.fileAPI.ServeFiles(w, r)
 			return
 		}
 		if _, pattern := mux.Handler(r); pattern == "/" {
@@ -102,7 +103,7 @@ func (n *Node) route(mux *http.ServeMux) http.Handler {
 func (n *Node) peerHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/peer/cluster/", n.cl.Handler())
-	n.files.PeerRoutes(mux)
+	filepeer.Routes(mux, n.files)
 	mux.HandleFunc("/", api.NotFound)
 	return mux
 }

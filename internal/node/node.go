@@ -23,6 +23,8 @@ import (
 	"github.com/mure-dev/mure/internal/dispatch"
 	"github.com/mure-dev/mure/internal/dsc"
 	"github.com/mure-dev/mure/internal/files"
+	"github.com/mure-dev/mure/internal/files/filehttp"
+	"github.com/mure-dev/mure/internal/files/filepeer"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/meta"
@@ -39,6 +41,7 @@ type Node struct {
 	cl      *cluster.Cluster
 	st      *store.Store
 	files   *files.Service
+	fileAPI *filehttp.Handler
 	apps    *apps.Apps
 	reg     *prometheus.Registry
 	httpLn  net.Listener
@@ -46,7 +49,7 @@ type Node struct {
 	fastLn  net.Listener
 	pprof   *http.Server
 	load    *hostload.Reader
-	fast    *files.FastLane
+	fast    *filehttp.FastLane
 	peerSrv *http.Server
 	door    *frontdoor.Door
 	dsc     *dsc.Agent // single-address mode
@@ -178,8 +181,9 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	svc = files.New(files.Config{MaxBody: cfg.MaxBody, UnsafeReads: cfg.DebugUnsafeReads, Explain: cfg.DebugFaults,
 		ScrubPeriod: cfg.ScrubPeriod, ScrubRate: float64(cfg.ScrubRate),
-		Logger: n.log.With("part", "files"), Metrics: files.NewMetrics(n.reg)}, n.cl, n.st)
+		Logger: n.log.With("part", "files"), Metrics: files.NewMetrics(n.reg)}, n.cl, n.st, filepeer.New(n.cl.PeerClient))
 	n.files = svc
+	n.fileAPI = filehttp.New(svc)
 	svc.Start()
 	closers = append(closers, func() { svc.Close() })
 	n.registerMetrics()
@@ -194,7 +198,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.serve(n.peerSrv, n.mux.HTTPListener())
 	n.serve(n.httpSrv, frontdoor.AcceptHandovers(n.httpLn, verifier, func(reason string) { n.handedOver.WithLabelValues(reason).Inc() }))
 	if n.fastLn != nil {
-		n.fast = files.NewFastLane(svc, advHTTP, cfg.Token, max(cfg.MaxInFlight, 256)*16)
+		n.fast = filehttp.NewFastLane(svc, advHTTP, cfg.Token, max(cfg.MaxInFlight, 256)*16)
 		n.wg.Go(func() {
 			if err := n.fast.Serve(n.fastLn); err != nil {
 				n.log.Error("fast read lane stopped", "err", err)

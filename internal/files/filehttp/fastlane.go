@@ -1,10 +1,9 @@
-package files
+package filehttp
 
 import (
 	"bytes"
 	"context"
 	"crypto/subtle"
-	"errors"
 	"net"
 	"net/http"
 	"net/url"
@@ -13,8 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/mure-dev/mure/internal/meta"
-	"github.com/mure-dev/mure/internal/store"
+	"github.com/mure-dev/mure/internal/files"
 )
 
 // The fast read lane: a second listener that answers GET and HEAD of files
@@ -28,7 +26,7 @@ import (
 
 // FastLane is the fasthttp server of a node's fast read lane.
 type FastLane struct {
-	s        *Service
+	s        *files.Service
 	main     string // the node's main client address, host:port
 	token    []byte
 	srv      *fasthttp.Server
@@ -39,8 +37,8 @@ type FastLane struct {
 // NewFastLane returns the fast read lane of s; main is the node's main
 // client API address (where everything but a local whole-file read goes),
 // token the API token ("" for none), maxConc the requests served at once.
-func NewFastLane(s *Service, main, token string, maxConc int) *FastLane {
-	l := &FastLane{s: s, main: main, nodeHdr: []byte(s.self), location: []byte("http://" + main)}
+func NewFastLane(s *files.Service, main, token string, maxConc int) *FastLane {
+	l := &FastLane{s: s, main: main, nodeHdr: []byte(s.NodeID()), location: []byte("http://" + main)}
 	if token != "" {
 		l.token = []byte("Bearer " + token)
 	}
@@ -88,7 +86,7 @@ func (l *FastLane) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	p, err := url.PathUnescape(string(raw[len(FilesPrefix):]))
-	if err != nil || ValidatePath(p) != nil {
+	if err != nil || files.ValidatePath(p) != nil {
 		l.toMain(ctx)
 		return
 	}
@@ -97,74 +95,50 @@ func (l *FastLane) handle(ctx *fasthttp.RequestCtx) {
 		v := args.Peek("stale")
 		stale = string(v) == "1" || string(v) == "true"
 	}
-	j := l.s.judgeRead(ctx, p)
-	f := j.f
-	if !j.mayServe(l.s, stale) || !l.serve(ctx, f, get) {
+	// Open serves only what this node may serve itself (no forwarding):
+	// anything else, the main port sorts out.
+	rd, err := l.s.Open(ctx, p, files.OpenOptions{Stale: stale})
+	if err != nil {
 		l.toMain(ctx)
 		return
 	}
-	if f.Holder == l.s.self {
-		l.s.resumer.read(p, f.Grant, fastClientID(ctx))
+	l.serve(ctx, rd, get)
+	if rd.Holding() {
+		rd.ReadBy(fastClientID(ctx))
 	}
 }
 
-// serve answers with the local copy of f; false when it is missing or
-// corrupt (the main port then sorts it out).
-func (l *FastLane) serve(ctx *fasthttp.RequestCtx, f *meta.File, get bool) bool {
-	b, err := l.s.st.Open(f.Path, f.BlobID)
-	if err != nil {
-		if errors.Is(err, store.ErrChecksum) {
-			l.s.lost(f, err)
-		}
-		return false
-	}
+// serve answers with the content of rd, and closes it.
+func (l *FastLane) serve(ctx *fasthttp.RequestCtx, rd *files.Reader, get bool) {
+	info := rd.Info()
 	rh := &ctx.Response.Header
-	rh.Set("Etag", f.ETag())
-	rh.Set("X-Mure-Version", strconv.FormatUint(f.Version, 10))
-	rh.Set("X-Mure-Sha256", f.Sum)
+	rh.Set("Etag", info.ETag)
+	rh.Set("X-Mure-Version", strconv.FormatUint(info.Version, 10))
+	rh.Set("X-Mure-Sha256", info.SHA256)
 	rh.Set("Content-Type", "application/octet-stream")
 	rh.Set("Accept-Ranges", "bytes")
-	rh.Set("Last-Modified", f.Modified.Time().Format(http.TimeFormat))
-	l.s.metrics.localReads.Inc()
+	rh.Set("Last-Modified", info.Modified.Format(http.TimeFormat))
 	if !get {
-		rh.SetContentLength(int(b.Size()))
-		b.Close()
-		return true
+		rh.SetContentLength(int(rd.Length()))
+		rd.Close()
+		return
 	}
-	l.s.metrics.bytesOut.Add(float64(f.Size))
-	if data := b.Bytes(); data != nil {
+	l.s.Metrics().Sent(info.Size)
+	if data := rd.Bytes(); data != nil {
 		ctx.Response.SetBodyRaw(data) // cached, verified, never modified
-		b.Close()
-		return true
+		rd.Close()
+		return
 	}
 	// A verified file: fasthttp copies it with sendfile, then closes it. A
-	// copy not yet verified is read through the blob, which fails at the
-	// end on a checksum mismatch: fasthttp then closes the connection
-	// mid-body, and the replica is reported lost.
-	if file := b.File(); file != nil {
-		ctx.Response.SetBodyStream(file, int(b.Size()))
+	// copy not yet verified is read through the reader, which fails at the
+	// end on a checksum mismatch (and reports the replica lost): fasthttp
+	// then closes the connection mid-body.
+	if file := rd.File(); file != nil {
+		ctx.Response.SetBodyStream(file, int(rd.Length()))
 	} else {
-		ctx.Response.SetBodyStream(&checkedBody{b: b, lost: func(err error) { l.s.lost(f, err) }}, int(b.Size()))
+		ctx.Response.SetBodyStream(rd, int(rd.Length()))
 	}
-	return true
 }
-
-// checkedBody reads a blob that is checked as it is read and reports a
-// failed check.
-type checkedBody struct {
-	b    *store.Blob
-	lost func(error)
-}
-
-func (c *checkedBody) Read(p []byte) (int, error) {
-	n, err := c.b.Read(p)
-	if err != nil && errors.Is(err, store.ErrChecksum) {
-		c.lost(err)
-	}
-	return n, err
-}
-
-func (c *checkedBody) Close() error { return c.b.Close() }
 
 // toMain redirects the request, unchanged, to the node's main port.
 func (l *FastLane) toMain(ctx *fasthttp.RequestCtx) {

@@ -1,4 +1,4 @@
-package files
+package filehttp
 
 import (
 	"net/http"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mure-dev/mure/internal/files"
 	"github.com/mure-dev/mure/internal/meta"
 )
 
@@ -59,7 +60,7 @@ func FuzzParseWriteHeaders(f *testing.F) {
 		if code != "" || msg != "" {
 			t.Fatalf("accepted with code %q, message %q", code, msg)
 		}
-		if err := ValidatePath(wr.path); err != nil || wr.path != path {
+		if err := files.ValidatePath(wr.path); err != nil || wr.path != path {
 			t.Fatalf("accepted path %q (parsed %q): %v", path, wr.path, err)
 		}
 		if len(wr.idem) > 128 {

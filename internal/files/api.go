@@ -1,0 +1,124 @@
+package files
+
+import (
+	"time"
+
+	"github.com/mure-dev/mure/internal/meta"
+)
+
+// The file API of one node (docs/architecture.md, "Files"). Every call
+// keeps paper 000's guarantees: a read answers with the latest
+// acknowledged version or not at all; a write is acknowledged once it is
+// durable and no node can still answer for the version before.
+
+// Info describes one version of a file: the answer to a write and a row
+// of a listing.
+type Info struct {
+	Path     string    `json:"path"`
+	Version  uint64    `json:"version"`
+	ETag     string    `json:"etag"`
+	Size     int64     `json:"size"`
+	SHA256   string    `json:"sha256,omitempty"`
+	Modified time.Time `json:"modified"`
+	// Created is set by Put when the path had no live file before.
+	Created bool `json:"-"`
+}
+
+func infoOf(f *meta.File) Info {
+	return Info{Path: f.Path, Version: f.Version, ETag: f.ETag(), Size: f.Size, SHA256: f.Sum, Modified: f.Modified.Time()}
+}
+
+// Cond is a write precondition on the current version: IfMatch (non-zero)
+// requires it to be that version, IfNoneMatch requires no live file.
+type Cond = meta.Cond
+
+// MaxForwardHops bounds how many nodes a forwarded request may visit
+// after the one it arrived at.
+const MaxForwardHops = 2
+
+// Forwarding is the caller's choice of what happens when another node must
+// serve a request.
+type Forwarding struct {
+	// Forward asks this node to do the work: stream a read from a node
+	// holding a valid copy, hand a write to the live holder of the write
+	// right. Without it the call returns a *HeldElsewhereError.
+	Forward bool
+	// Hops is how many nodes the request has visited already (set by the
+	// transport of a forwarded request; 0 from a client). A request is
+	// forwarded only while Hops < MaxForwardHops.
+	Hops int
+}
+
+func (f Forwarding) mayForward() bool { return f.Forward && f.Hops < MaxForwardHops }
+
+// OpenOptions are the options of Open.
+type OpenOptions struct {
+	Forwarding
+	// Offset and Length select a range (Length 0: to the end). The range
+	// is clamped to the file.
+	Offset, Length int64
+	// Stale accepts a local copy this node cannot confirm with the
+	// leader (no read lease); the copy may be old.
+	Stale bool
+	// Client names the reader for the "reads" resumption policy.
+	Client string
+	// Explain, when set, receives the state the read was judged on.
+	Explain *Explanation
+}
+
+// Explanation is the state a read was judged on, for debugging the
+// protocol (Config.Explain).
+type Explanation struct {
+	Judged string // applied index, fence, lease
+	Record string // the catalogue record of a file found absent
+}
+
+// PutOptions are the options of Put.
+type PutOptions struct {
+	Forwarding
+	// Size is the body's length; -1 when unknown. A body that ends before
+	// Size bytes is refused with ErrTruncated.
+	Size int64
+	Cond Cond
+	// IdempotencyKey makes a retried write answer with the first
+	// attempt's outcome instead of writing again (at most 128 printable
+	// ASCII characters). One is generated when empty.
+	IdempotencyKey string
+}
+
+// DeleteOptions are the options of Delete.
+type DeleteOptions struct {
+	Forwarding
+	Cond           Cond
+	IdempotencyKey string
+}
+
+// ListOptions select a page of a listing.
+type ListOptions struct {
+	Prefix    string
+	Delimiter string
+	// After is the cursor: the listing starts after this key (a page's
+	// Next).
+	After string
+	// Limit is the page size (1 to 10000; 0: 1000).
+	Limit int
+	// Consistent catches up with the leader first, so the listing
+	// includes every write acknowledged before the call.
+	Consistent bool
+}
+
+// ListPage is one page of a listing.
+type ListPage struct {
+	Files    []Info   `json:"files"`
+	Prefixes []string `json:"prefixes"`
+	Next     string   `json:"next"`
+}
+
+// Status is one file's replica state (the native API's /status/files/).
+type Status struct {
+	*meta.File
+	ETag      string   `json:"etag"`
+	State     string   `json:"state"`
+	Targets   []string `json:"targets"`
+	LocalCopy bool     `json:"local_copy_valid"`
+}

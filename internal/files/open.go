@@ -1,0 +1,184 @@
+package files
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/mure-dev/mure/internal/meta"
+)
+
+// Open opens the current version of path for reading (docs/protocol.md,
+// "Read"). It answers from the local replica when this node may: it holds
+// a valid copy, has a read lease, and no invalidation of the path is
+// pending. Otherwise it returns a *HeldElsewhereError naming a node with
+// a valid copy, or, with o.Forward, streams the read from that node. A
+// version still being made visible is waited for (Config.SettleWait).
+func (s *Service) Open(ctx context.Context, path string, o OpenOptions) (*Reader, error) {
+	if err := ValidatePath(path); err != nil {
+		return nil, err
+	}
+	if o.Offset < 0 || o.Length < 0 {
+		return nil, kindErr(ErrBadRequest, nil, "a range needs a non-negative offset and length")
+	}
+	j := s.judgeRead(ctx, path)
+	if o.Explain != nil {
+		o.Explain.Judged = fmt.Sprintf("applied=%d fenced=%v leased=%v lease=%s", j.applied, j.fenced, j.leased, s.cl.LeaseInfo())
+	}
+	switch {
+	case j.pending && !j.leased:
+		return nil, errNoLease()
+	case j.pending:
+		return nil, errPending()
+	}
+	f := j.f
+	if j.mayServe(s, o.Stale) {
+		if rd := s.openLocal(f, o); rd != nil {
+			return rd, nil
+		}
+	}
+	var target string
+	switch {
+	case j.fenced:
+		target = j.hint
+	case !j.leased && !f.Exists():
+		return nil, errNoLease()
+	case !f.Exists():
+		if o.Explain != nil {
+			o.Explain.Record = "none"
+			if f != nil {
+				o.Explain.Record = fmt.Sprintf("v=%d deleted=%v pending=%v", f.Version, f.Deleted, f.Pending)
+			}
+		}
+		return nil, kindErr(ErrNotFound, nil, "no file at %s", path)
+	default:
+		target = s.pickReplica(f)
+		if target == "" && !j.leased {
+			return nil, errNoLease() // the copy may be here, but it cannot be confirmed current
+		}
+		if target == "" {
+			return nil, unavailable(ErrUnavailable, nil, "no reachable node holds a valid copy of "+path+" right now")
+		}
+	}
+	if o.mayForward() {
+		return s.forwardRead(ctx, path, target, o)
+	}
+	return nil, s.heldElsewhere(path, target)
+}
+
+// Stat returns the Info of path's current version, judged like Open.
+func (s *Service) Stat(ctx context.Context, path string, o OpenOptions) (Info, error) {
+	if err := ValidatePath(path); err != nil {
+		return Info{}, err
+	}
+	j := s.judgeRead(ctx, path)
+	if !j.pending && !j.fenced && (j.leased || o.Stale || s.cfg.UnsafeReads) {
+		if !j.f.Exists() {
+			return Info{}, kindErr(ErrNotFound, nil, "no file at %s", path)
+		}
+		return infoOf(j.f), nil
+	}
+	rd, err := s.Open(ctx, path, o)
+	if err != nil {
+		return Info{}, err
+	}
+	info := rd.Info()
+	rd.Close()
+	return info, nil
+}
+
+// openLocal opens the local copy of f; nil when it is missing or failed
+// its checksum check (the caller then looks elsewhere).
+func (s *Service) openLocal(f *meta.File, o OpenOptions) *Reader {
+	b, err := s.st.Open(f.Path, f.BlobID)
+	if err != nil {
+		s.openFailed(f, err)
+		return nil
+	}
+	rd := &Reader{info: infoOf(f), s: s, f: f, b: b, node: s.self, holder: f.Holder == s.self}
+	rd.setRange(o.Offset, o.Length)
+	s.metrics.localReads.Inc()
+	if o.Client != "" {
+		rd.ReadBy(o.Client)
+	}
+	return rd
+}
+
+// heldElsewhere is the error that sends a request to node target.
+func (s *Service) heldElsewhere(path, target string) error {
+	addr, _, ok := s.nodeAddrs(target)
+	if !ok || target == s.self {
+		addr = ""
+	}
+	return &HeldElsewhereError{Path: path, Node: target, Addr: addr}
+}
+
+var pickCounter atomic.Uint64
+
+// pickReplica chooses a node to send a read to: the write-right holder
+// when it has a valid copy, else the valid replicas in turn, preferring the
+// ones gossip sees alive.
+func (s *Service) pickReplica(f *meta.File) string {
+	if f.Holder != "" && f.Holder != s.self && f.IsValidOn(f.Holder) && s.cl.Alive(f.Holder) {
+		return f.Holder
+	}
+	var alive, any []string
+	for _, id := range f.Valid {
+		if id == s.self {
+			continue
+		}
+		any = append(any, id)
+		if s.cl.Alive(id) {
+			alive = append(alive, id)
+		}
+	}
+	if len(alive) == 0 {
+		alive = any
+	}
+	if len(alive) == 0 {
+		return ""
+	}
+	return alive[pickCounter.Add(1)%uint64(len(alive))]
+}
+
+// readJudgment is what a node knows when it judges a read of one path:
+// fence and lease first, the record after, so that the record is at least
+// as new as the state they were judged on (a record read earlier could
+// predate the very write the fence is about).
+type readJudgment struct {
+	applied uint64
+	fenced  bool
+	hint    string // a fenced path: the node the writer is on
+	leased  bool
+	f       *meta.File
+	pending bool // still being made visible after the settle wait
+}
+
+// judgeRead gathers the judgment of a read of p. A pending version is
+// waited for: no node answers for a version until the leader has fenced
+// every node that could still answer for the one before.
+func (s *Service) judgeRead(ctx context.Context, p string) readJudgment {
+	j := readJudgment{applied: s.fsm.Applied()}
+	fc, fenced := s.fences.check(p, j.applied)
+	j.fenced, j.hint = fenced, fc.hint
+	j.leased = s.cl.HasReadLease()
+	j.f = s.fsm.File(p)
+	if j.f != nil && j.f.Pending && !s.cfg.UnsafeReads {
+		if j.f = s.awaitSettled(ctx, p); j.f != nil && j.f.Pending {
+			j.pending = true
+		}
+	}
+	return j
+}
+
+// mayServe reports whether the local copy may answer the read (stale: the
+// client accepts a copy this node cannot confirm with the leader).
+func (j *readJudgment) mayServe(s *Service, stale bool) bool {
+	if j.pending || !j.f.Exists() {
+		return false
+	}
+	if s.cfg.UnsafeReads {
+		return true
+	}
+	return j.f.IsValidOn(s.self) && !j.fenced && (j.leased || stale)
+}
