@@ -1,0 +1,233 @@
+package files
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/store"
+)
+
+// fakeCluster is an in-memory cluster for unit tests of the protocol: one
+// log applied at once to every node's state machine (no raft, no
+// network), nodes whose liveness and lease the test sets, and a peer seam
+// that calls the other node's Service directly, with faults on demand.
+type fakeCluster struct {
+	t     *testing.T
+	mu    sync.Mutex // serialises the log
+	idx   uint64
+	ids   []string
+	fsms  map[string]*meta.FSM
+	svcs  map[string]*Service
+	dead  map[string]bool // seen dead by gossip; its peer calls fail
+	lease map[string]bool // false: no read lease
+
+	fmu sync.Mutex
+	// fail, when set, decides the fate of a forwarded write to node:
+	// before (the call fails, nothing applied) or after (applied, then
+	// the connection is lost).
+	fail     map[string]string
+	forwards map[string]int // forwarded calls received, by op
+}
+
+func newFakeCluster(t *testing.T, ids ...string) *fakeCluster {
+	c := &fakeCluster{t: t, ids: ids, fsms: map[string]*meta.FSM{}, svcs: map[string]*Service{},
+		dead: map[string]bool{}, lease: map[string]bool{}, fail: map[string]string{}, forwards: map[string]int{}}
+	for _, id := range ids {
+		c.fsms[id] = meta.NewFSM()
+		c.lease[id] = true
+	}
+	for _, id := range ids {
+		c.apply(meta.Command{Kind: meta.KindNodeUpsert, Info: &meta.Node{ID: id, PeerAddr: id + ":peer", HTTPAddr: id + ":http",
+			State: meta.NodeActive, Since: time.Unix(1, 0).UTC()}})
+	}
+	for _, id := range ids {
+		st, err := store.Open(t.TempDir(), store.Options{NoSync: true, CacheBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		c.svcs[id] = New(Config{MaxBody: 1 << 10, WriteTimeout: 5 * time.Second, SettleWait: 100 * time.Millisecond},
+			&fakeSeat{c: c, id: id}, st, &fakePeers{c: c})
+	}
+	return c
+}
+
+// apply appends cmd to the log and applies it everywhere; a version left
+// pending is settled at once (every node applied it already: no node can
+// answer for the one before).
+func (c *fakeCluster) apply(cmd meta.Command) *meta.Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res := c.applyLocked(cmd)
+	if res.File != nil && res.File.Pending && res.Err == nil {
+		c.applyLocked(meta.Command{Kind: meta.KindSettle, Path: res.File.Path, Version: res.File.Version})
+		res.File = c.fsms[c.ids[0]].File(res.File.Path)
+	}
+	return res
+}
+
+func (c *fakeCluster) applyLocked(cmd meta.Command) *meta.Result {
+	if cmd.Time.IsZero() {
+		cmd.Time = time.Unix(2, 0).UTC()
+	}
+	data, err := cmd.Encode()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.idx++
+	var res *meta.Result
+	for _, id := range c.ids {
+		res = c.fsms[id].Apply(&raft.Log{Index: c.idx, Type: raft.LogCommand, Data: data}).(*meta.Result)
+	}
+	return res
+}
+
+// fakeSeat is one node's seat in the fake cluster (files.Cluster).
+type fakeSeat struct {
+	c  *fakeCluster
+	id string
+}
+
+func (s *fakeSeat) NodeID() string       { return s.id }
+func (s *fakeSeat) FSM() *meta.FSM       { return s.c.fsms[s.id] }
+func (s *fakeSeat) IsLeader() bool       { return s.id == s.c.ids[0] }
+func (s *fakeSeat) LeaseInfo() string    { return "fake" }
+func (s *fakeSeat) Alive(id string) bool { return !s.c.dead[id] }
+func (s *fakeSeat) HasReadLease() bool {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	return s.c.lease[s.id]
+}
+func (s *fakeSeat) LeaseDeadline(string) (time.Time, bool)          { return time.Time{}, false }
+func (s *fakeSeat) WaitInvalidationReady(ctx context.Context) error { return nil }
+func (s *fakeSeat) LeasedExcept([]string) []string                  { return nil }
+func (s *fakeSeat) CatchUp(ctx context.Context) error               { return nil }
+func (s *fakeSeat) Apply(ctx context.Context, cmd meta.Command) (*meta.Result, error) {
+	return s.c.apply(cmd), nil
+}
+
+// fakePeers is the peer seam (files.Peers) of the fake cluster.
+type fakePeers struct{ c *fakeCluster }
+
+var errRefused = errors.New("fake: connection refused")
+
+// node resolves a peer address, failing for a dead node.
+func (p *fakePeers) node(peer, op string) (*Service, error) {
+	id := strings.TrimSuffix(peer, ":peer")
+	if p.c.dead[id] {
+		return nil, errRefused
+	}
+	p.c.fmu.Lock()
+	if op != "" {
+		p.c.forwards[op]++
+	}
+	p.c.fmu.Unlock()
+	return p.c.svcs[id], nil
+}
+
+func (p *fakePeers) fate(id string) string {
+	p.c.fmu.Lock()
+	defer p.c.fmu.Unlock()
+	return p.c.fail[id]
+}
+
+func (p *fakePeers) Invalidate(ctx context.Context, peer string, inv Invalidation) error {
+	s, err := p.node(peer, "")
+	if err != nil {
+		return err
+	}
+	s.Invalidated(inv)
+	return nil
+}
+
+func (p *fakePeers) PushBlob(ctx context.Context, peer string, blob BlobRef, body io.Reader) error {
+	s, err := p.node(peer, "")
+	if err != nil {
+		return err
+	}
+	return s.StoreBlob(blob, body)
+}
+
+func (p *fakePeers) FetchBlob(ctx context.Context, peer string, blob BlobRef) (io.ReadCloser, error) {
+	s, err := p.node(peer, "")
+	if err != nil {
+		return nil, err
+	}
+	return s.OpenBlob(blob.Path, blob.ID)
+}
+
+func (p *fakePeers) Read(ctx context.Context, peer, path string, o OpenOptions) (Info, io.ReadCloser, error) {
+	s, err := p.node(peer, "read")
+	if err != nil {
+		return Info{}, nil, err
+	}
+	rd, err := s.Open(ctx, path, o)
+	if err != nil {
+		return Info{}, nil, err
+	}
+	return rd.Info(), rd, nil
+}
+
+func (p *fakePeers) Put(ctx context.Context, peer, path string, body io.Reader, o PutOptions) (Info, error) {
+	s, err := p.node(peer, "write")
+	if err != nil {
+		return Info{}, err
+	}
+	switch p.fate(s.self) {
+	case "before":
+		io.CopyN(io.Discard, body, 1) // the connection broke mid-body
+		return Info{}, fmt.Errorf("fake: connection reset: %w", io.ErrUnexpectedEOF)
+	case "after":
+		if _, err := s.Put(ctx, path, body, o); err != nil {
+			return Info{}, err
+		}
+		return Info{}, fmt.Errorf("fake: connection reset after the write: %w", io.ErrUnexpectedEOF)
+	}
+	return s.Put(ctx, path, body, o)
+}
+
+func (p *fakePeers) Delete(ctx context.Context, peer, path string, o DeleteOptions) error {
+	s, err := p.node(peer, "delete")
+	if err != nil {
+		return err
+	}
+	return s.Delete(ctx, path, o)
+}
+
+// put writes content to path on node id.
+func (c *fakeCluster) put(id, path, content string, o PutOptions) (Info, error) {
+	if o.Size == 0 {
+		o.Size = int64(len(content))
+	}
+	return c.svcs[id].Put(context.Background(), path, strings.NewReader(content), o)
+}
+
+// read reads path on node id.
+func (c *fakeCluster) read(id, path string, o OpenOptions) (string, *Reader, error) {
+	rd, err := c.svcs[id].Open(context.Background(), path, o)
+	if err != nil {
+		return "", nil, err
+	}
+	defer rd.Close()
+	var b bytes.Buffer
+	if _, err := io.Copy(&b, rd); err != nil {
+		return "", rd, err
+	}
+	return b.String(), rd, nil
+}
+
+func (c *fakeCluster) forwarded(op string) int {
+	c.fmu.Lock()
+	defer c.fmu.Unlock()
+	return c.forwards[op]
+}
