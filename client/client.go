@@ -21,6 +21,7 @@ type Client struct {
 	token    string
 	hc       *http.Client
 	attempts int
+	forward  bool
 	log      *slog.Logger
 	rr       atomic.Uint32
 }
@@ -47,6 +48,14 @@ func WithAttempts(n int) Option {
 		c.attempts = n
 	}
 }
+
+// WithForwarding asks the nodes to do the work when another node must
+// serve a file request (X-Mure-Forward: 1): a read is streamed from a node
+// with a valid copy, a write handed to the holder of the write right,
+// instead of a redirect. For clients that reach only one address (a
+// front door, a proxy) or cannot follow redirects; it costs a hop inside
+// the cluster. See docs/api.md, "Forwarding".
+func WithForwarding() Option { return func(c *Client) { c.forward = true } }
 
 // WithLogger logs redirects and retries at debug level.
 func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }

@@ -193,6 +193,9 @@ func (c *Client) newRequest(ctx context.Context, u *url.URL, cl *call) (*http.Re
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	if c.forward {
+		req.Header.Set("X-Mure-Forward", "1")
+	}
 	req.Header.Set("User-Agent", "mure-client")
 	return req, nil
 }

@@ -1,0 +1,94 @@
+package systest
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/mure-dev/mure/client"
+	"github.com/mure-dev/mure/internal/testcluster"
+)
+
+// TestForwardingOverHTTP: a node that holds neither a valid copy nor the
+// write right redirects (307) by default, and with X-Mure-Forward: 1 does
+// the work itself: reads (whole and ranged) streamed from a holder,
+// writes and deletes handed to the holder of the write right, which keeps
+// it. The forwarder's metrics count what it forwarded.
+func TestForwardingOverHTTP(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	ctx := ctxT(t)
+	if _, err := c.Client(0).SetConfig(ctx, "resume.idle", "1h"); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c.Client(0), "f", "v1")
+	holder := c.Nodes[0].ID()
+	f := c.Nodes[0].Cluster().FSM().File("f")
+	out := -1
+	for i := range c.Nodes {
+		if !f.IsValidOn(c.Nodes[i].ID()) && f.Holder != c.Nodes[i].ID() {
+			out = i
+		}
+	}
+	if f.Holder != holder || out < 0 {
+		t.Fatalf("after the write: holder %s valid %v, want holder %s and a node with no copy", f.Holder, f.Valid, holder)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(method, forward, rng, body string) (*http.Response, string) {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, _ := http.NewRequestWithContext(ctx, method, "http://"+c.HTTPAddr(out)+"/files/f", rd)
+		if forward != "" {
+			req.Header.Set("X-Mure-Forward", forward)
+		}
+		if rng != "" {
+			req.Header.Set("Range", rng)
+		}
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	for _, tc := range []struct {
+		name, method, forward, rng, body string
+		status                           int
+		want                             string
+	}{
+		{"read redirected", http.MethodGet, "", "", "", http.StatusTemporaryRedirect, ""},
+		{"read forwarded", http.MethodGet, "1", "", "", http.StatusOK, "v1"},
+		{"range forwarded", http.MethodGet, "1", "bytes=1-1", "", http.StatusPartialContent, "1"},
+		{"write redirected", http.MethodPut, "", "", "nope", http.StatusTemporaryRedirect, ""},
+		{"write forwarded", http.MethodPut, "1", "", "v2", http.StatusOK, ""},
+		{"read after forwarded write", http.MethodGet, "true", "", "", http.StatusOK, "v2"},
+		{"delete forwarded", http.MethodDelete, "1", "", "", http.StatusNoContent, ""},
+		{"read after forwarded delete", http.MethodGet, "1", "", "", http.StatusNotFound, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := do(tc.method, tc.forward, tc.rng, tc.body)
+			if resp.StatusCode != tc.status || tc.want != "" && body != tc.want {
+				t.Fatalf("%s: %d %q, want %d %q", tc.name, resp.StatusCode, body, tc.status, tc.want)
+			}
+			if tc.status == http.StatusOK && tc.method == http.MethodGet && resp.Header.Get("X-Mure-Forwarded-From") == "" {
+				t.Fatalf("forwarded read without X-Mure-Forwarded-From")
+			}
+			if h := c.Nodes[0].Cluster().FSM().File("f").Holder; tc.method == http.MethodPut && h != holder {
+				t.Fatalf("the write right moved to %q; forwarding must leave it with the live holder %s", h, holder)
+			}
+		})
+	}
+	for _, m := range []string{`mure_files_forwarded_total{op="read"}`, `mure_files_forwarded_total{op="write"}`, `mure_files_forwarded_total{op="delete"}`} {
+		if v := scrapeMetric(t, c.HTTPAddr(out), m); v < 1 {
+			t.Errorf("%s = %v on the forwarder", m, v)
+		}
+	}
+	// The Go client asks for forwarding with an option.
+	fc := client.New([]string{c.HTTPAddr(out)}, client.WithForwarding())
+	put(t, fc, "f", "v3")
+	mustGet(t, fc, "f", "v3")
+}
