@@ -40,7 +40,8 @@ func (s *Service) copy(ctx context.Context, src, dst string, o CopyOptions) (Inf
 		return Info{}, Info{}, err
 	}
 	if v, ok := s.idemDone(meta.KindCommit, dst, o.IdempotencyKey); ok {
-		return duplicate(s.fsm.File(dst), v), Info{}, nil // a retry of a copy that succeeded
+		info, err := s.settledDuplicate(ctx, dst, v) // a retry of a copy that succeeded
+		return info, Info{}, err
 	}
 	rd, err := s.Open(ctx, src, OpenOptions{Forwarding: o.Forwarding})
 	if err != nil {

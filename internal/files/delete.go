@@ -16,8 +16,9 @@ func (s *Service) Delete(ctx context.Context, path string, o DeleteOptions) erro
 		return err
 	}
 	cur := s.fsm.File(path)
-	if _, ok := s.idemDone(meta.KindDelete, path, o.IdempotencyKey); ok {
-		return nil // a retry of a delete that succeeded
+	if v, ok := s.idemDone(meta.KindDelete, path, o.IdempotencyKey); ok {
+		_, err := s.settledDuplicate(ctx, path, v) // a retry of a delete that succeeded
+		return err
 	}
 	if s.heldByOther(cur) {
 		return s.deleteElsewhere(ctx, path, cur.Holder, o)

@@ -68,7 +68,9 @@ func (s *Service) putElsewhere(ctx context.Context, path, holder string, body io
 		return info, nil
 	}
 	if v, ok := s.forwardedOutcome(ctx, meta.KindCommit, path, fo.IdempotencyKey, err); ok {
-		return duplicate(s.fsm.File(path), v), nil
+		if info, err := s.settledDuplicate(ctx, path, v); err == nil {
+			return info, nil
+		}
 	}
 	return Info{}, s.writeForwardError("write", path, holder, fo.IdempotencyKey, err)
 }
@@ -89,8 +91,10 @@ func (s *Service) deleteElsewhere(ctx context.Context, path, holder string, o De
 	if err == nil {
 		return nil
 	}
-	if _, ok := s.forwardedOutcome(ctx, meta.KindDelete, path, fo.IdempotencyKey, err); ok {
-		return nil
+	if v, ok := s.forwardedOutcome(ctx, meta.KindDelete, path, fo.IdempotencyKey, err); ok {
+		if _, err := s.settledDuplicate(ctx, path, v); err == nil {
+			return nil
+		}
 	}
 	return s.writeForwardError("delete", path, holder, fo.IdempotencyKey, err)
 }

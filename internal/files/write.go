@@ -29,7 +29,7 @@ func (s *Service) Put(ctx context.Context, path string, body io.Reader, o PutOpt
 	}
 	cur := s.fsm.File(path)
 	if v, ok := s.idemDone(meta.KindCommit, path, o.IdempotencyKey); ok {
-		return duplicate(cur, v), nil // a retry of a write that succeeded
+		return s.settledDuplicate(ctx, path, v) // a retry of a write that succeeded
 	}
 	if s.heldByOther(cur) {
 		return s.putElsewhere(ctx, path, cur.Holder, body, o)
@@ -134,6 +134,16 @@ func duplicate(cur *meta.File, version uint64) Info {
 		info.Path = cur.Path
 	}
 	return info
+}
+
+// settledDuplicate answers a write found already applied (version v),
+// once the file's current version is visible everywhere: acknowledging
+// it earlier could let a node still answer for the version before.
+func (s *Service) settledDuplicate(ctx context.Context, path string, v uint64) (Info, error) {
+	if f := s.awaitSettled(ctx, path); f != nil && f.Pending {
+		return Info{}, errPending()
+	}
+	return duplicate(s.fsm.File(path), v), nil
 }
 
 // takeRight returns the write right of cur's path for this node, marked
