@@ -1,6 +1,7 @@
 package systest
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -91,4 +92,62 @@ func TestForwardingOverHTTP(t *testing.T) {
 	fc := client.New([]string{c.HTTPAddr(out)}, client.WithForwarding())
 	put(t, fc, "f", "v3")
 	mustGet(t, fc, "f", "v3")
+}
+
+// TestCopyAndRenameOverHTTP: PUT with X-Mure-Copy-From copies a file
+// server-side (from a node without a copy of the source), with a
+// condition on the source version; X-Mure-Move: 1 renames.
+func TestCopyAndRenameOverHTTP(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	ctx := ctxT(t)
+	if _, err := c.Client(0).SetConfig(ctx, "resume.idle", "1h"); err != nil {
+		t.Fatal(err)
+	}
+	src := put(t, c.Client(0), "dir/src file", "payload")
+	f := c.Nodes[0].Cluster().FSM().File("dir/src file")
+	out := -1
+	for i := range c.Nodes {
+		if !f.IsValidOn(c.Nodes[i].ID()) {
+			out = i
+		}
+	}
+	if out < 0 {
+		t.Fatalf("every node holds a copy: %v", f.Valid)
+	}
+	copyReq := func(dst string, hdr map[string]string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+c.HTTPAddr(out)+"/files/"+dst, nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		name, dst string
+		hdr       map[string]string
+		status    int
+	}{
+		{"copy", "copy", map[string]string{"X-Mure-Copy-From": "dir/src%20file"}, http.StatusCreated},
+		{"copy of another source version", "copy2", map[string]string{"X-Mure-Copy-From": "dir/src%20file", "X-Mure-Copy-From-If-Match": `"999999"`}, http.StatusPreconditionFailed},
+		{"copy of a missing source", "copy3", map[string]string{"X-Mure-Copy-From": "nope"}, http.StatusNotFound},
+		{"copy onto an existing file, create only", "copy", map[string]string{"X-Mure-Copy-From": "dir/src%20file", "If-None-Match": "*"}, http.StatusPreconditionFailed},
+		{"rename", "moved", map[string]string{"X-Mure-Copy-From": "dir/src%20file", "X-Mure-Move": "1", "X-Mure-Copy-From-If-Match": `"` + src.ETag + `"`}, http.StatusCreated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if status, body := copyReq(tc.dst, tc.hdr); status != tc.status {
+				t.Fatalf("%d %s, want %d", status, body, tc.status)
+			}
+		})
+	}
+	mustGet(t, c.Client(1), "copy", "payload")
+	mustGet(t, c.Client(2), "moved", "payload")
+	if _, err := c.Client(0).Get(ctx, "dir/src file", nil); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("source after rename: %v, want not found", err)
+	}
 }

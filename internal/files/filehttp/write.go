@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/mure-dev/mure/internal/api"
@@ -56,6 +57,10 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request) {
 		api.Error(w, status, code, msg)
 		return
 	}
+	if src, ok := r.Header["X-Mure-Copy-From"]; ok {
+		h.copy(w, r, wr, src[0])
+		return
+	}
 	body := &limitedBody{r: http.MaxBytesReader(w, r.Body, h.svc.MaxBody())}
 	info, err := h.svc.Put(r.Context(), wr.path, body, files.PutOptions{
 		Forwarding: files.Forwarding{Forward: wr.forward}, Size: r.ContentLength, Cond: wr.cond, IdempotencyKey: wr.idem,
@@ -65,6 +70,46 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status = http.StatusOK
+	if info.Created {
+		status = http.StatusCreated
+	}
+	w.Header().Set("ETag", info.ETag)
+	api.JSON(w, status, info)
+}
+
+// copy is a PUT with X-Mure-Copy-From: SRC (percent-encoded): the file
+// API's Copy, or Rename with X-Mure-Move: 1. The body must be empty. A
+// copy is always done here, forwarding its steps as needed: redirecting
+// half of a compound operation would leave the client to redo it.
+func (h *Handler) copy(w http.ResponseWriter, r *http.Request, wr writeReq, rawSrc string) {
+	src, err := url.PathUnescape(rawSrc)
+	if err != nil {
+		api.Error(w, http.StatusBadRequest, api.CodeBadPath, "X-Mure-Copy-From must be a percent-encoded path: "+err.Error())
+		return
+	}
+	if r.ContentLength > 0 {
+		api.Error(w, http.StatusBadRequest, api.CodeBadRequest, "a copy (X-Mure-Copy-From) takes no body")
+		return
+	}
+	o := files.CopyOptions{Forwarding: files.Forwarding{Forward: true}, Cond: wr.cond, IdempotencyKey: wr.idem}
+	if im := r.Header.Get("X-Mure-Copy-From-If-Match"); im != "" {
+		v, ok := meta.ParseETag(strings.TrimSpace(im))
+		if !ok {
+			api.Error(w, http.StatusBadRequest, api.CodeBadRequest, "X-Mure-Copy-From-If-Match must be one entity tag as returned in ETag, e.g. \"1a\"")
+			return
+		}
+		o.SourceVersion = v
+	}
+	do := h.svc.Copy
+	if v := r.Header.Get("X-Mure-Move"); v == "1" || v == "true" {
+		do = h.svc.Rename
+	}
+	info, err := do(r.Context(), src, wr.path, o)
+	if err != nil {
+		h.fail(w, r, wr.hop, err)
+		return
+	}
+	status := http.StatusOK
 	if info.Created {
 		status = http.StatusCreated
 	}
