@@ -14,9 +14,9 @@ import (
 // paths, If-Match, If-None-Match and Idempotency-Key values and query
 // strings. Run it with
 //
-//	go test ./internal/files -run XXX -fuzz '^FuzzParseWriteHeaders$' -fuzztime 1000000x -parallel=1
+//	go test ./internal/files/filehttp -run XXX -fuzz '^FuzzParseWriteHeaders$' -fuzztime 1000000x -parallel=1
 //
-// (FuzzValidatePath, in path_test.go, is the other target of this package.)
+// (FuzzValidatePath, in internal/files/path_test.go, is the other target.)
 func FuzzParseWriteHeaders(f *testing.F) {
 	for _, c := range []struct{ path, ifMatch, ifNoneMatch, idem, query string }{
 		{"a/b.txt", "", "", "", ""},
