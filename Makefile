@@ -14,7 +14,7 @@ test test-race:
 # 20 randomized fault schedules of 20 s each, checked for linearizability
 # (about 8 minutes; bounded by -timeout).
 test-robustness:
-	MURE_ROBUSTNESS_RUNS=20 go test -count=1 -timeout 30m -run TestLinearizabilityUnderFaults -v ./systest
+	MURE_ROBUSTNESS_RUNS=20 go test -count=1 -timeout 40m -run 'TestLinearizabilityUnderFaults|TestLinearizabilityThroughForwarding' -v ./systest
 
 # Paper 000 on the emulated-host testbed (root): the full grid (~1 hour) or
 # a quick subset (~12 minutes). See docs/benchmarks.md.

@@ -9,7 +9,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,10 +30,29 @@ import (
 // file is killed (mid-forward, as traffic never stops) and restarted.
 // The history must be linearizable, and the forwarders must actually
 // have forwarded reads and writes (their metrics count them).
+// MURE_ROBUSTNESS_RUNS=N runs N seeds (make test-robustness), MURE_SEED=S
+// replays one.
 func TestLinearizabilityThroughForwarding(t *testing.T) {
-	const dur = 8 * time.Second
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
+	runs, dur := 1, 8*time.Second
+	if v, err := strconv.Atoi(os.Getenv("MURE_ROBUSTNESS_RUNS")); err == nil && v > 0 {
+		runs = v
+	}
+	if v, err := time.ParseDuration(os.Getenv("MURE_ROBUSTNESS_DURATION")); err == nil && v > 0 {
+		dur = v
+	}
+	for range runs {
+		seed := time.Now().UnixNano()
+		if v, err := strconv.ParseInt(os.Getenv("MURE_SEED"), 10, 64); err == nil {
+			seed = v
+		}
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			t.Logf("seed %d (replay: MURE_SEED=%d go test ./systest -run TestLinearizabilityThroughForwarding)", seed, seed)
+			runThroughForwarding(t, seed, dur)
+		})
+	}
+}
+
+func runThroughForwarding(t *testing.T, seed int64, dur time.Duration) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	c := testcluster.StartProc(t, 3)
 	ctx := procCtx(t, dur+90*time.Second)
