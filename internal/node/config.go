@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"log/slog"
 	"time"
 
@@ -94,4 +95,25 @@ type Config struct {
 	Front  *frontdoor.Config
 	Timing cluster.Timing
 	Logger *slog.Logger
+}
+
+// validate fills defaults and checks what the node itself needs; each
+// service checks its own configuration.
+func (c *Config) validate() error {
+	if c.DataDir == "" {
+		return errors.New("a data directory is required (--data DIR)")
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = DefaultHTTPAddr
+	}
+	if c.PeerAddr == "" {
+		c.PeerAddr = DefaultPeerAddr
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Timing == (cluster.Timing{}) {
+		c.Timing = cluster.DefaultTiming()
+	}
+	return nil
 }

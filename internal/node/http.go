@@ -15,11 +15,7 @@ import (
 	"github.com/mure-dev/mure/internal/admission"
 	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/cluster"
-	"github.com/mure-dev/mure/internal/dsc"
 	"github.com/mure-dev/mure/internal/files/filehttp"
-	"github.com/mure-dev/mure/internal/files/filepeer"
-	"github.com/mure-dev/mure/internal/frontdoor"
-	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/meta"
 )
 
@@ -27,9 +23,7 @@ func discardLog() *log.Logger { return log.New(io.Discard, "", 0) }
 
 // clientHandler is the client API (docs/api.md).
 func (n *Node) clientHandler() http.Handler {
-	mux := http.NewServeMux()
-	n.fileAPI.Routes(mux)
-	n.apps.Routes(mux)
+	mux := n.routes
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		api.JSON(w, http.StatusOK, map[string]string{"status": "ok", "node": n.ID()})
 	})
@@ -80,7 +74,7 @@ func writesThrough(wlim *admission.Limiter, next http.Handler) http.Handler {
 func (n *Node) route(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, filehttp.FilesPrefix) {
-			n.fileAPI.ServeFiles(w, r)
+			n.files.serveFiles(w, r)
 			return
 		}
 		if _, pattern := mux.Handler(r); pattern == "/" {
@@ -101,9 +95,8 @@ func (n *Node) route(mux *http.ServeMux) http.Handler {
 // peerHandler is the node-to-node API, reachable only through the
 // authenticated peer port.
 func (n *Node) peerHandler() http.Handler {
-	mux := http.NewServeMux()
+	mux := n.peerRoutes
 	mux.Handle("/peer/cluster/", n.cl.Handler())
-	filepeer.Routes(mux, n.files)
 	mux.HandleFunc("/", api.NotFound)
 	return mux
 }
@@ -118,106 +111,6 @@ func (n *Node) handleReady(w http.ResponseWriter, r *http.Request) {
 	default:
 		api.JSON(w, http.StatusOK, map[string]string{"status": "ready", "node": n.ID(), "leader": leader})
 	}
-}
-
-// Status is the answer of GET /status.
-type Status struct {
-	Node      NodeInfo          `json:"node"`
-	ClusterID string            `json:"cluster_id"`
-	Leader    string            `json:"leader"`
-	ReadLease bool              `json:"read_lease"`
-	Members   []cluster.Member  `json:"members"`
-	Raft      map[string]string `json:"raft"`
-	Files     FilesInfo         `json:"files"`
-	Store     StoreInfo         `json:"store"`
-	// Host is what this node's host uses: its own cgroup's figures when it
-	// runs in one (an emulated host, a container), the machine's otherwise.
-	Host   hostload.Sample   `json:"host"`
-	Config map[string]string `json:"config"`
-	// Dispatch is the dispatcher role's holder in this node's view and,
-	// when this node has a front door, its state.
-	Dispatch DispatchInfo `json:"dispatch"`
-}
-
-// DispatchInfo names the dispatcher role's holder (docs/dispatch.md).
-type DispatchInfo struct {
-	Holder string            `json:"holder"`
-	How    string            `json:"how"`
-	Front  *frontdoor.Status `json:"front,omitempty"`
-	// Single is the single-address agent's counters (that mode only).
-	Single *dsc.Stats `json:"single_address,omitempty"`
-}
-
-// NodeInfo names this node.
-type NodeInfo struct {
-	ID   string `json:"id"`
-	HTTP string `json:"http"`
-	Peer string `json:"peer"`
-}
-
-// FilesInfo counts the catalogue and this node's replication backlog.
-type FilesInfo struct {
-	Live            int `json:"live"`
-	Suspended       int `json:"suspended"`
-	Pending         int `json:"pending"`
-	UnderReplicated int `json:"under_replicated"`
-	Backlog         int `json:"backlog"`
-}
-
-// StoreInfo describes this node's disk use and checksum checks.
-type StoreInfo struct {
-	Blobs    int64  `json:"blobs"`
-	Bytes    int64  `json:"bytes"`
-	DiskFree uint64 `json:"disk_free"`
-	// Corrupt counts replicas found corrupt since the start (quarantined
-	// and re-replicated); Unverified, those found at start not yet read
-	// back; ScrubPasses, the completed scrub passes.
-	Corrupt     int64 `json:"corrupt"`
-	Unverified  int64 `json:"unverified"`
-	ScrubPasses int64 `json:"scrub_passes"`
-}
-
-func (n *Node) handleStatus(w http.ResponseWriter, r *http.Request) {
-	api.JSON(w, http.StatusOK, n.Status())
-}
-
-// Status gathers the node's view of the cluster.
-func (n *Node) Status() Status {
-	leader, _ := n.cl.Leader()
-	s := Status{
-		Node:      NodeInfo{ID: n.ID(), HTTP: n.HTTPAddr(), Peer: n.PeerAddr()},
-		ClusterID: n.ClusterID(),
-		Leader:    leader,
-		ReadLease: n.cl.HasReadLease(),
-		Members:   n.cl.Members(),
-		Raft:      map[string]string{},
-	}
-	stats := n.cl.RaftStats()
-	for _, k := range []string{"state", "term", "commit_index", "applied_index", "last_log_index", "last_contact", "num_peers"} {
-		s.Raft[k] = stats[k]
-	}
-	n.cl.FSM().Read(func(st *meta.State) {
-		s.Files.Live, s.Files.Suspended = st.Counts()
-		s.Files.Pending = st.Pending()
-		s.Config = st.Config()
-		s.Files.UnderReplicated = st.UnderReplicated(meta.ParseConfig(s.Config).Replicas)
-	})
-	s.Files.Backlog = n.files.Backlog()
-	s.Host, _ = n.load.Read()
-	s.Dispatch.Holder, s.Dispatch.How = n.cl.Dispatcher()
-	if n.door != nil {
-		fs := n.door.Status()
-		s.Dispatch.Front = &fs
-	}
-	if n.dsc != nil {
-		ds := n.dsc.Stats()
-		s.Dispatch.Single = &ds
-	}
-	s.Store.Blobs, s.Store.Bytes = n.st.Usage()
-	s.Store.DiskFree, _, _ = n.st.DiskFree()
-	checks := n.st.Checks()
-	s.Store.Corrupt, s.Store.Unverified, s.Store.ScrubPasses = checks.Corrupt, checks.Unverified, checks.ScrubPasses
-	return s
 }
 
 func (n *Node) handleConfig(w http.ResponseWriter, r *http.Request) {

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,16 +22,17 @@ import (
 	"github.com/mure-dev/mure/internal/dispatch"
 	"github.com/mure-dev/mure/internal/dsc"
 	"github.com/mure-dev/mure/internal/files"
-	"github.com/mure-dev/mure/internal/files/filehttp"
-	"github.com/mure-dev/mure/internal/files/filepeer"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/service"
 	"github.com/mure-dev/mure/internal/store"
 	"github.com/mure-dev/mure/internal/transport"
 )
 
-// Node is one running mure node.
+// Node is one running mure node: a cluster seat and the services built on
+// it (files, apps, the client API, the front door, the single-address
+// agent), started in that order and stopped in reverse.
 type Node struct {
 	cfg     Config
 	log     *slog.Logger
@@ -40,62 +40,59 @@ type Node struct {
 	mux     *transport.Mux
 	cl      *cluster.Cluster
 	st      *store.Store
-	files   *files.Service
-	fileAPI *filehttp.Handler
-	apps    *apps.Apps
 	reg     *prometheus.Registry
 	httpLn  net.Listener
 	httpSrv *http.Server
 	fastLn  net.Listener
 	pprof   *http.Server
 	load    *hostload.Reader
-	fast    *filehttp.FastLane
 	peerSrv *http.Server
-	door    *frontdoor.Door
-	dsc     *dsc.Agent // single-address mode
+	// routes and peerRoutes are the client and peer APIs' muxes, where
+	// services mount their paths.
+	routes, peerRoutes *http.ServeMux
+
+	svcs   services
+	files  *filesService
+	api    *apiService
+	door   *frontdoor.Service // nil without a front door
+	single *dsc.Service       // single-address mode only
+
 	// conns counts the client connections open on the main port (direct
 	// and handed over); gossiped as the node's load.
 	conns      atomic.Int64
 	refused    atomic.Int64 // client connections refused over MaxConns
 	handedOver *prometheus.CounterVec
-	doorStop   context.CancelFunc
 	// NewKey is set when this start created the cluster key.
 	NewKey bool
 
 	left      chan struct{}
 	leftOnce  sync.Once
 	closeOnce sync.Once
+	closeErr  error
 	wg        sync.WaitGroup
 }
 
 // Open starts a node: it returns once the node serves its APIs and has
-// joined (or founded) its cluster.
+// joined (or founded) its cluster. On an error, whatever it had started is
+// stopped again.
 func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
-	if cfg.DataDir == "" {
-		return nil, errors.New("a data directory is required (--data DIR)")
-	}
-	if cfg.HTTPAddr == "" {
-		cfg.HTTPAddr = DefaultHTTPAddr
-	}
-	if cfg.PeerAddr == "" {
-		cfg.PeerAddr = DefaultPeerAddr
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if cfg.Timing == (cluster.Timing{}) {
-		cfg.Timing = cluster.DefaultTiming()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	n := &Node{cfg: cfg, left: make(chan struct{}), reg: prometheus.NewRegistry()}
+	n := &Node{cfg: cfg, left: make(chan struct{}), reg: prometheus.NewRegistry(), routes: http.NewServeMux(), peerRoutes: http.NewServeMux()}
 	var closers []func()
 	defer func() {
 		if err != nil {
+			if serr := n.svcs.stop(context.Background()); serr != nil {
+				err = errors.Join(err, serr)
+			}
 			for i := len(closers) - 1; i >= 0; i-- {
 				closers[i]()
 			}
+			n.wg.Wait()
 		}
 	}()
 
@@ -117,12 +114,6 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.NewKey = created
 	n.id = id
 	n.log = cfg.Logger.With("node", id.NodeID)
-	n.apps, err = apps.New(apps.Config{CGIDir: cfg.CGIDir, CGITimeout: cfg.CGITimeout, CGINice: cfg.CGINice, CGIMaxRunning: cfg.CGIMaxRunning, Proxies: cfg.Apps,
-		NodeID: id.NodeID, Token: cfg.Token}, n.log.With("part", "apps"), n.reg)
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, n.apps.Close)
 
 	n.mux, err = transport.Listen(transport.Config{BindAddr: cfg.PeerAddr, AdvertiseAddr: cfg.Advertise, Key: key, Logger: n.log.With("part", "transport")})
 	if err != nil {
@@ -132,25 +123,11 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.DebugFaults {
 		n.mux.EnableFaults()
 	}
-
-	n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return nil, fmt.Errorf("client API port %s: %w", cfg.HTTPAddr, err)
+	if err := n.listenClient(); err != nil {
+		return nil, err
 	}
-	closers = append(closers, func() { n.httpLn.Close() })
-	if cfg.MaxConns > 0 {
-		n.httpLn = frontdoor.LimitConns(n.httpLn, cfg.MaxConns, n.connRefused)
-	}
-	advHTTP := n.advertiseHTTP()
-	if cfg.FastHTTPAddr != "" {
-		if n.fastLn, err = net.Listen("tcp", cfg.FastHTTPAddr); err != nil {
-			return nil, fmt.Errorf("fast read lane port %s: %w", cfg.FastHTTPAddr, err)
-		}
-		closers = append(closers, func() { n.fastLn.Close() })
-		if cfg.MaxConns > 0 {
-			n.fastLn = frontdoor.LimitConns(n.fastLn, cfg.MaxConns, n.connRefused)
-		}
-	}
+	closers = append(closers, n.closeClientListeners)
+	n.api = newAPIService(n, key)
 
 	n.st, err = store.Open(filepath.Join(cfg.DataDir, "store"), store.Options{NoSync: cfg.NoSync, CacheBytes: cfg.CacheBytes, FS: cfg.StoreFS})
 	if err != nil {
@@ -158,14 +135,14 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	closers = append(closers, func() { n.st.Close() })
 
-	var svc *files.Service
+	n.files = &filesService{st: n.st, cfg: files.Config{MaxBody: cfg.MaxBody, UnsafeReads: cfg.DebugUnsafeReads, Explain: cfg.DebugFaults,
+		ScrubPeriod: cfg.ScrubPeriod, ScrubRate: float64(cfg.ScrubRate)}}
 	n.load = hostload.Open()
 	sampler := &loadSampler{r: n.load, conns: n.openConns}
 	n.cl, err = cluster.Open(ctx, cluster.Config{
-		NodeID: id.NodeID, ClusterID: id.ClusterID, Dir: cfg.DataDir, HTTPAddr: advHTTP,
+		NodeID: id.NodeID, ClusterID: id.ClusterID, Dir: cfg.DataDir, HTTPAddr: n.advertiseHTTP(),
 		Mux: n.mux, Key: key, Join: cfg.Join, Bootstrap: founding, Timing: cfg.Timing, Load: sampler.take,
-		Logger:  n.log.With("part", "cluster"),
-		Barrier: func(ctx context.Context, r *meta.Result) error { return svc.Barrier(ctx, r) },
+		Logger: n.log.With("part", "cluster"), Barrier: n.files.barrier, Parts: Parts(),
 	})
 	if err != nil {
 		return nil, err
@@ -178,80 +155,72 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := saveIdentity(cfg.DataDir, id); err != nil {
 		return nil, err
 	}
-
-	svc = files.New(files.Config{MaxBody: cfg.MaxBody, UnsafeReads: cfg.DebugUnsafeReads, Explain: cfg.DebugFaults,
-		ScrubPeriod: cfg.ScrubPeriod, ScrubRate: float64(cfg.ScrubRate),
-		Logger: n.log.With("part", "files"), Metrics: files.NewMetrics(n.reg)}, n.cl, n.st, filepeer.New(n.cl.PeerClient))
-	n.files = svc
-	n.fileAPI = filehttp.New(svc)
-	svc.Start()
-	closers = append(closers, func() { svc.Close() })
 	n.registerMetrics()
-
 	n.peerSrv = &http.Server{Handler: n.peerHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog()}
 	n.httpSrv = &http.Server{Handler: n.clientHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: discardLog(),
 		ConnState: n.countConn}
-	// Connections a front door relays here start with a signed preamble;
-	// the others pass unchanged (docs/dispatch.md).
-	verifier := &frontdoor.Verifier{Key: key.HandoverKey(), Dispatcher: func() string { id, _ := n.cl.Dispatcher(); return id },
-		Leader: func() string { id, _ := n.cl.Leader(); return id }}
-	n.serve(n.peerSrv, n.mux.HTTPListener())
-	n.serve(n.httpSrv, frontdoor.AcceptHandovers(n.httpLn, verifier, func(reason string) { n.handedOver.WithLabelValues(reason).Inc() }))
-	if n.fastLn != nil {
-		n.fast = filehttp.NewFastLane(svc, advHTTP, cfg.Token, max(cfg.MaxInFlight, 256)*16)
-		n.wg.Go(func() {
-			if err := n.fast.Serve(n.fastLn); err != nil {
-				n.log.Error("fast read lane stopped", "err", err)
-			}
-		})
+	closers = append(closers, func() { _ = n.peerSrv.Close() })
+	all, err := n.buildServices(key)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.PprofAddr != "" {
-		ln, err := net.Listen("tcp", cfg.PprofAddr)
-		if err != nil {
-			return nil, fmt.Errorf("profiler port %s: %w", cfg.PprofAddr, err)
-		}
-		mux := http.NewServeMux()
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		n.pprof = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog()}
-		n.serve(n.pprof, ln)
+	env := service.Env{NodeID: id.NodeID, Routes: n.routes, PeerRoutes: n.peerRoutes, Metrics: n.reg, Logger: n.log,
+		Cluster: n.cl, Serve: func(ln net.Listener) { n.serve(n.httpSrv, ln) }}
+	if err := n.svcs.start(ctx, env, all...); err != nil {
+		return nil, err
 	}
-	if cfg.Front != nil {
-		fc := *cfg.Front
-		fc.Key, fc.Logger = key.HandoverKey(), n.log.With("part", "frontdoor")
-		// Connections the policy sends to this node itself go to its own
-		// server without a relay.
-		local := frontdoor.NewLocalListener(n.httpLn.Addr())
-		n.serve(n.httpSrv, local)
-		fc.Local = local.Deliver
-		fc.PolicyOverride = func() (p string) {
-			n.cl.FSM().Read(func(st *meta.State) { p = dispatch.PolicySetting(st.Config()) })
-			return p
-		}
-		fc.OnRole = func(bool) {
-			if n.dsc != nil {
-				n.dsc.RoleChanged()
-			}
-		}
-		if n.door, err = frontdoor.New(fc, n.cl); err != nil {
-			return nil, err
-		}
-		n.reg.MustRegister(n.door)
-		if fc.Mode == frontdoor.ModeSingleAddress {
-			if err := n.startSingleAddress(ctx, fc, key.HandoverKey()); err != nil {
-				return nil, err
-			}
-			closers = append(closers, func() { n.dsc.Close(context.Background()) })
-		}
-		dctx, stop := context.WithCancel(context.Background())
-		n.doorStop = stop
-		n.wg.Go(func() { n.door.Run(dctx) })
+	if err := n.startPprof(); err != nil {
+		return nil, err
 	}
-	n.log.Info("node started", "http", advHTTP, "fast", cfg.FastHTTPAddr, "peer", n.mux.Addr(), "cluster", id.ClusterID, "data", cfg.DataDir)
+	n.log.Info("node started", "http", n.advertiseHTTP(), "fast", cfg.FastHTTPAddr, "peer", n.mux.Addr(), "cluster", id.ClusterID, "data", cfg.DataDir,
+		"services", n.serviceNames())
 	return n, nil
 }
+
+// buildServices returns the configured services in start order: files and
+// apps mount their routes, then the peer and client APIs open (api), then
+// the front door and the single-address agent, which hand connections to
+// the client API.
+func (n *Node) buildServices(key transport.Key) ([]Service, error) {
+	cfg := n.cfg
+	all := []Service{n.files,
+		apps.NewService(apps.Config{CGIDir: cfg.CGIDir, CGITimeout: cfg.CGITimeout, CGINice: cfg.CGINice, CGIMaxRunning: cfg.CGIMaxRunning,
+			Proxies: cfg.Apps, Token: cfg.Token}),
+		n.api}
+	if cfg.Front == nil {
+		return all, nil
+	}
+	fc := *cfg.Front
+	fc.Key = key.HandoverKey()
+	fc.Local = n.api.local.Deliver
+	fc.PolicyOverride = func() (p string) {
+		n.cl.FSM().Read(func(st *meta.State) { p = dispatch.PolicySetting(st.Config()) })
+		return p
+	}
+	fc.OnRole = func(bool) {
+		if n.single != nil {
+			n.single.RoleChanged()
+		}
+	}
+	door, err := frontdoor.NewService(fc)
+	if err != nil {
+		return nil, err
+	}
+	n.door = door
+	all = append(all, door)
+	if fc.Mode == frontdoor.ModeSingleAddress {
+		if n.single, err = n.singleAddress(fc, key.HandoverKey()); err != nil {
+			return nil, err
+		}
+		all = append(all, n.single)
+	}
+	return all, nil
+}
+
+// Parts returns the state machine's namespaces besides the core. Every
+// binary registers every one, whatever its configuration
+// (docs/decisions/0012-versioned-namespaces.md).
+func Parts() []meta.Part { return nil }
 
 func (n *Node) serve(srv *http.Server, ln net.Listener) {
 	n.wg.Add(1)
@@ -286,20 +255,25 @@ func (n *Node) countConn(_ net.Conn, st http.ConnState) {
 	}
 }
 
-// openConns returns the client connections open on both client ports.
 // connRefused counts a connection refused over MaxConns.
 func (n *Node) connRefused(string) { n.refused.Add(1) }
 
-func (n *Node) openConns() int {
-	c := int(n.conns.Load())
-	if n.fast != nil {
-		c += n.fast.OpenConnections()
+// serviceNames lists the running services in start order.
+func (n *Node) serviceNames() []string {
+	var names []string
+	for _, s := range n.svcs.list() {
+		names = append(names, s.Name())
 	}
-	return c
+	return names
 }
 
 // Door returns the node's front door (nil when it has none).
-func (n *Node) Door() *frontdoor.Door { return n.door }
+func (n *Node) Door() *frontdoor.Door {
+	if n.door == nil {
+		return nil
+	}
+	return n.door.Door()
+}
 
 // FastAddr returns the fast read lane's address ("" when off).
 func (n *Node) FastAddr() string {
@@ -330,31 +304,23 @@ func (n *Node) Cluster() *cluster.Cluster { return n.cl }
 // Left is closed when the node has left the cluster (mure node leave).
 func (n *Node) Left() <-chan struct{} { return n.left }
 
-// Close stops the node: the client API first (in-flight requests get up to
-// ctx's deadline), then the services, the cluster seat and the peer port.
+// Close stops the node: its services in reverse order (the single-address
+// agent and the front door first, then the client API, whose in-flight
+// requests get up to ctx's deadline, the apps and the file service), then
+// the peer API, the cluster seat, the store and the peer port. It returns
+// the services' errors, joined; later calls return the same.
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() {
-		if n.doorStop != nil {
-			n.doorStop()
-		}
-		if n.fast != nil {
-			_ = n.fast.Shutdown(ctx)
-		}
-		_ = n.httpSrv.Shutdown(ctx)
-		n.apps.Close()
+		err := n.svcs.stop(ctx)
 		if n.pprof != nil {
 			_ = n.pprof.Close()
 		}
-		n.files.Close()
 		_ = n.peerSrv.Shutdown(ctx)
-		if n.dsc != nil {
-			n.dsc.Close(ctx)
-		}
-		n.cl.Close()
-		n.st.Close()
+		err = errors.Join(err, n.cl.Close(), n.st.Close())
 		n.mux.Close()
 		n.wg.Wait()
-		n.log.Info("node stopped")
+		n.closeErr = err
+		n.log.Info("node stopped", "err", err)
 	})
-	return nil
+	return n.closeErr
 }

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -15,47 +14,34 @@ import (
 // DefaultSYNPort is where single-address nodes receive forwarded SYNs.
 const DefaultSYNPort = 7945
 
-// startSingleAddress makes this node own the cluster address (fc.VIP on
-// fc.VIPIface, shared by every node) and serve its client API there too;
-// the front door's role then makes it the SYN master (docs/dispatch.md).
-func (n *Node) startSingleAddress(ctx context.Context, fc frontdoor.Config, key []byte) error {
+// singleAddress returns the service that makes this node own the cluster
+// address (fc.VIP on fc.VIPIface, shared by every node) and serve its
+// client API there too; the front door's role then makes it the SYN
+// master (docs/dispatch.md).
+func (n *Node) singleAddress(fc frontdoor.Config, key []byte) (*dsc.Service, error) {
 	prefix, err := netip.ParsePrefix(fc.VIP)
 	if err != nil || fc.VIPIface == "" {
-		return fmt.Errorf("single-address mode needs --front-vip ADDR/PREFIX (the cluster address) and --front-iface IF (the client-side interface)")
+		return nil, fmt.Errorf("single-address mode needs --front-vip ADDR/PREFIX (the cluster address) and --front-iface IF (the client-side interface)")
 	}
 	ap, err := netip.ParseAddrPort(fc.Addr)
 	if err != nil || ap.Addr() != prefix.Addr() {
-		return fmt.Errorf("single-address mode: --front must be the cluster address and a port (%s:PORT), not %q", prefix.Addr(), fc.Addr)
+		return nil, fmt.Errorf("single-address mode: --front must be the cluster address and a port (%s:PORT), not %q", prefix.Addr(), fc.Addr)
 	}
 	port := fc.SYNPort
 	if port == 0 {
 		port = DefaultSYNPort
 	}
 	host, _, _ := net.SplitHostPort(n.mux.Addr())
-	n.dsc, err = dsc.Start(ctx, dsc.Config{
+	door := func() *frontdoor.Door { return n.door.Door() }
+	return dsc.NewService(dsc.Config{
 		Addr: prefix, Port: ap.Port(), Iface: fc.VIPIface,
 		Listen: net.JoinHostPort(host, strconv.Itoa(port)), Key: key, Self: n.ID(), SYNPath: fc.SYNPath,
 		Nodes:      n.singleAddressNodes,
-		Policy:     n.door.Policy,
-		Down:       n.door.Down,
-		Choose:     func(c netip.AddrPort) (string, bool) { return n.door.Choose(c) },
+		Policy:     func() string { return door().Policy() },
+		Down:       func(id string) bool { return door().Down(id) },
+		Choose:     func(c netip.AddrPort) (string, bool) { return door().Choose(c) },
 		Recognised: func() string { id, _ := n.cl.Dispatcher(); return id },
-		Logger:     n.log.With("part", "single-address"),
-	})
-	if err != nil {
-		return err
-	}
-	if err := n.reg.Register(dsc.Collector(n.dsc.Stats)); err != nil {
-		n.log.Warn("single-address metrics not registered", "err", err)
-	}
-	ln, err := net.Listen("tcp", fc.Addr)
-	if err != nil {
-		n.dsc.Close(ctx)
-		n.dsc = nil
-		return fmt.Errorf("single-address mode: listen on the cluster address: %w", err)
-	}
-	n.serve(n.httpSrv, ln)
-	return nil
+	}, fc.Addr), nil
 }
 
 // singleAddressNodes is the single-address agent's view of the cluster: the
@@ -63,11 +49,12 @@ func (n *Node) startSingleAddress(ctx context.Context, fc frontdoor.Config, key 
 // membership.
 func (n *Node) singleAddressNodes() []dsc.Node {
 	var out []dsc.Node
+	door := n.Door()
 	for _, m := range n.cl.Members() {
 		if m.State == "" || m.State == meta.NodeRemoved {
 			continue // known to gossip only, or gone for good
 		}
-		d := dsc.Node{ID: m.ID, Live: !n.door.Down(m.ID)}
+		d := dsc.Node{ID: m.ID, Live: !door.Down(m.ID)}
 		d.PeerHost, _, _ = net.SplitHostPort(m.PeerAddr)
 		if m.Load != nil {
 			d.Connections, d.At = m.Load.Connections, m.Load.Time()

@@ -1,0 +1,141 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"sync/atomic"
+	"time"
+
+	"github.com/mure-dev/mure/internal/files/filehttp"
+	"github.com/mure-dev/mure/internal/frontdoor"
+	"github.com/mure-dev/mure/internal/service"
+	"github.com/mure-dev/mure/internal/transport"
+)
+
+// apiService is the node's client API as a service ("api"): the main port
+// (with connections a front door hands over), the front door's local
+// deliveries, the fast read lane, and the peer API. It starts after the
+// services that mount routes and before those that send it connections.
+type apiService struct {
+	n     *Node
+	key   transport.Key
+	local *frontdoor.LocalListener
+	fast  atomic.Pointer[filehttp.FastLane]
+}
+
+func newAPIService(n *Node, key transport.Key) *apiService {
+	return &apiService{n: n, key: key, local: frontdoor.NewLocalListener(n.httpLn.Addr())}
+}
+
+func (a *apiService) Name() string { return "api" }
+
+func (a *apiService) Start(_ context.Context, _ service.Env) error {
+	n := a.n
+	// Connections a front door relays here start with a signed preamble;
+	// the others pass unchanged (docs/dispatch.md).
+	verifier := &frontdoor.Verifier{Key: a.key.HandoverKey(), Dispatcher: func() string { id, _ := n.cl.Dispatcher(); return id },
+		Leader: func() string { id, _ := n.cl.Leader(); return id }}
+	n.serve(n.peerSrv, n.mux.HTTPListener())
+	n.serve(n.httpSrv, frontdoor.AcceptHandovers(n.httpLn, verifier, func(reason string) { n.handedOver.WithLabelValues(reason).Inc() }))
+	if n.cfg.Front != nil {
+		// Connections the policy sends to this node itself go to its own
+		// server without a relay.
+		n.serve(n.httpSrv, a.local)
+	}
+	if n.fastLn != nil {
+		fast := filehttp.NewFastLane(n.files.svc.Load(), n.advertiseHTTP(), n.cfg.Token, max(n.cfg.MaxInFlight, 256)*16)
+		a.fast.Store(fast)
+		n.wg.Go(func() {
+			if err := fast.Serve(n.fastLn); err != nil {
+				n.log.Error("fast read lane stopped", "err", err)
+			}
+		})
+	}
+	return nil
+}
+
+// Stop closes the client ports; in-flight requests get until ctx ends.
+func (a *apiService) Stop(ctx context.Context) error {
+	var errs []error
+	if fast := a.fast.Load(); fast != nil {
+		errs = append(errs, fast.Shutdown(ctx))
+	}
+	errs = append(errs, a.n.httpSrv.Shutdown(ctx))
+	return errors.Join(errs...)
+}
+
+// APIStatus is the client API's part of /status.
+type APIStatus struct {
+	// Connections is the client connections open on the client ports;
+	// Refused, those refused over --max-conns since the start.
+	Connections int    `json:"connections"`
+	Refused     int64  `json:"refused"`
+	Fast        string `json:"fast,omitempty"`
+}
+
+func (a *apiService) Status() any {
+	return APIStatus{Connections: a.n.openConns(), Refused: a.n.refused.Load(), Fast: a.n.FastAddr()}
+}
+
+// openConns returns the client connections open on both client ports.
+func (n *Node) openConns() int {
+	c := int(n.conns.Load())
+	if n.api != nil {
+		if fast := n.api.fast.Load(); fast != nil {
+			c += fast.OpenConnections()
+		}
+	}
+	return c
+}
+
+// listenClient opens the client ports: the API's and the fast lane's.
+func (n *Node) listenClient() error {
+	cfg := n.cfg
+	var err error
+	if n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return fmt.Errorf("client API port %s: %w", cfg.HTTPAddr, err)
+	}
+	if cfg.MaxConns > 0 {
+		n.httpLn = frontdoor.LimitConns(n.httpLn, cfg.MaxConns, n.connRefused)
+	}
+	if cfg.FastHTTPAddr != "" {
+		if n.fastLn, err = net.Listen("tcp", cfg.FastHTTPAddr); err != nil {
+			n.httpLn.Close()
+			return fmt.Errorf("fast read lane port %s: %w", cfg.FastHTTPAddr, err)
+		}
+		if cfg.MaxConns > 0 {
+			n.fastLn = frontdoor.LimitConns(n.fastLn, cfg.MaxConns, n.connRefused)
+		}
+	}
+	return nil
+}
+
+func (n *Node) closeClientListeners() {
+	n.httpLn.Close()
+	if n.fastLn != nil {
+		n.fastLn.Close()
+	}
+}
+
+// startPprof serves Go's profiler on cfg.PprofAddr, when set.
+func (n *Node) startPprof() error {
+	if n.cfg.PprofAddr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", n.cfg.PprofAddr)
+	if err != nil {
+		return fmt.Errorf("profiler port %s: %w", n.cfg.PprofAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	n.pprof = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog()}
+	n.serve(n.pprof, ln)
+	return nil
+}

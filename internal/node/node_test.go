@@ -1,0 +1,159 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/frontdoor"
+	"github.com/mure-dev/mure/internal/service"
+)
+
+// recorder is a Service that notes its starts and stops in a shared log.
+type recorder struct {
+	name              string
+	log               *[]string
+	startErr, stopErr error
+}
+
+func (r *recorder) Name() string { return r.name }
+func (r *recorder) Start(_ context.Context, env service.Env) error {
+	*r.log = append(*r.log, "start "+r.name)
+	return r.startErr
+}
+func (r *recorder) Stop(context.Context) error {
+	*r.log = append(*r.log, "stop "+r.name)
+	return r.stopErr
+}
+func (r *recorder) Status() any { return r.name }
+
+func TestServicesOrder(t *testing.T) {
+	boom, bang := errors.New("boom"), errors.New("bang")
+	tests := []struct {
+		name     string
+		svcs     func(log *[]string) []Service
+		startErr error
+		log      []string // starts, then the stops of a later stop()
+		stopErrs []error
+	}{
+		{"start in order, stop in reverse", func(l *[]string) []Service {
+			return []Service{&recorder{name: "a", log: l}, &recorder{name: "b", log: l}, &recorder{name: "c", log: l}}
+		}, nil, []string{"start a", "start b", "start c", "stop c", "stop b", "stop a"}, nil},
+		{"a failed start unwinds what started", func(l *[]string) []Service {
+			return []Service{&recorder{name: "a", log: l}, &recorder{name: "b", log: l, startErr: boom}, &recorder{name: "c", log: l}}
+		}, boom, []string{"start a", "start b", "stop a"}, nil},
+		{"every stop runs and their errors are joined", func(l *[]string) []Service {
+			return []Service{&recorder{name: "a", log: l, stopErr: bang}, &recorder{name: "b", log: l}, &recorder{name: "c", log: l, stopErr: boom}}
+		}, nil, []string{"start a", "start b", "start c", "stop c", "stop b", "stop a"}, []error{boom, bang}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var log []string
+			var s services
+			env := service.Env{Logger: slog.New(slog.DiscardHandler)}
+			err := s.start(context.Background(), env, tc.svcs(&log)...)
+			if !errors.Is(err, tc.startErr) || (err == nil) != (tc.startErr == nil) {
+				t.Fatalf("start: %v, want %v", err, tc.startErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "start b") {
+				t.Fatalf("start error %q does not name the service", err)
+			}
+			stopErr := s.stop(context.Background())
+			for _, want := range tc.stopErrs {
+				if !errors.Is(stopErr, want) {
+					t.Fatalf("stop: %v, want it to hold %v", stopErr, want)
+				}
+			}
+			if len(tc.stopErrs) == 0 && stopErr != nil {
+				t.Fatalf("stop: %v", stopErr)
+			}
+			if !slices.Equal(log, tc.log) {
+				t.Fatalf("log %v, want %v", log, tc.log)
+			}
+			if len(s.list()) != 0 {
+				t.Fatalf("still running after stop: %v", s.list())
+			}
+		})
+	}
+}
+
+func testConfig(t *testing.T) Config {
+	return Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", NoSync: true, Timing: cluster.FastTiming()}
+}
+
+// A single node opens with its services in order, answers, and closes
+// without error; the data directory opens again.
+func TestOpenClose(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Front = &frontdoor.Config{Addr: "127.0.0.1:0", Mode: frontdoor.ModeRedirect}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	n, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"files", "apps", "api", "frontdoor"}
+	if got := n.serviceNames(); !slices.Equal(got, want) {
+		t.Fatalf("services %v, want %v", got, want)
+	}
+	resp, err := http.Get("http://" + n.HTTPAddr() + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	st := n.Status()
+	var door frontdoor.Status
+	if ok, err := st.Service("frontdoor", &door); !ok || err != nil || door.Mode != frontdoor.ModeRedirect {
+		t.Fatalf("frontdoor status %+v, %v, %v", door, ok, err)
+	}
+	if !slices.Equal(st.ServiceNames, want) {
+		t.Fatalf("status lists %v", st.ServiceNames)
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	if _, err := http.Get("http://" + n.HTTPAddr() + "/healthz"); err == nil {
+		t.Fatal("the client API still answers after Close")
+	}
+	n2, err := Open(ctx, Config{DataDir: cfg.DataDir, HTTPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", NoSync: true, Timing: cluster.FastTiming()})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	if n2.ID() != n.ID() {
+		t.Fatalf("reopened as %s, was %s", n2.ID(), n.ID())
+	}
+	if err := n2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A service that cannot start (apps, with a CGI directory that does not
+// exist) fails Open with its name, and what had started is stopped: the
+// same data directory (its raft store, its blob store) opens again at once.
+func TestOpenUnwindsFailedStart(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.CGIDir = "/nonexistent/cgi"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := Open(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), "start apps") || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("Open: %v; want the apps' start error", err)
+	}
+	cfg.CGIDir = ""
+	n, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("reopen after the failed start: %v", err)
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
