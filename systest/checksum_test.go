@@ -159,7 +159,7 @@ func TestCorruptReplicaFirstOpen(t *testing.T) {
 		waitValidEverywhere(t, c, path)
 	}
 	smallFile, largeFile := blobFile(t, c, 1, "small"), blobFile(t, c, 1, "large")
-	c.Stop(1)
+	c.Kill(1)
 	flipBytes(t, smallFile, 5)
 	flipBytes(t, largeFile, 2<<20)
 	c.Restart(1)

@@ -20,7 +20,7 @@ import (
 func TestRestartWithOnlyDataDir(t *testing.T) {
 	c := testcluster.Start(t, 3)
 	put(t, c.Client(0), "before", "1")
-	c.Stop(2)
+	c.Kill(2)
 	c.Restart(2) // no --join, no key: both come from the data directory
 	c.WaitReady(2)
 	mustGet(t, c.Client(2), "before", "1")
@@ -33,7 +33,7 @@ func TestLeaderFailover(t *testing.T) {
 	put(t, c.Client(), "x", "1")
 	old := c.Leader()
 	oldID := c.Nodes[old].ID()
-	c.Stop(old)
+	c.Kill(old)
 	next := c.Leader()
 	if c.Nodes[next].ID() == oldID {
 		t.Fatal("the stopped leader is still leader")
@@ -59,7 +59,7 @@ func TestWriteWhileNodeDownThenCatchUp(t *testing.T) {
 	waitValidEverywhere(t, c, "keep")
 	waitValidEverywhere(t, c, "gone")
 
-	c.Stop(2)
+	c.Kill(2)
 	// Writes and deletes succeed with a node down (the invalidation waits
 	// at most for its read lease to expire).
 	put(t, c.Client(0, 1), "keep", "new")
@@ -145,7 +145,7 @@ func TestReplicationRestoredAfterRemove(t *testing.T) {
 	testcluster.WaitFor(t, 20*time.Second, "two valid copies of every file", func() bool { return twoCopies("") })
 	// Remove node 3 for good: the files it held get a new second copy.
 	victim := c.Nodes[3].ID()
-	c.Stop(3)
+	c.Kill(3)
 	testcluster.WaitFor(t, 20*time.Second, "gossip to see node 3 dead", func() bool { return !c.Nodes[0].Cluster().Alive(victim) })
 	if err := c.Client(0).RemoveNode(ctx, victim); err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestDataDirOfAnotherClusterIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Stop(0)
+	b.Kill(0)
 	// Node b's directory holds cluster B; pointing it at cluster A (with
 	// A's key) must fail clearly instead of mixing the two.
 	if err := os.Remove(filepath.Join(dirB, "cluster.key")); err != nil {
@@ -257,7 +257,7 @@ func TestSelfHealingAfterNodeDeath(t *testing.T) {
 		t.Fatal("no node besides the writer holds a copy")
 	}
 	victimID := c.Nodes[victim].ID()
-	c.Stop(victim)
+	c.Kill(victim)
 	start := time.Now()
 	testcluster.WaitFor(t, 30*time.Second, "the dead node recorded as failed and every file back at two copies", func() bool {
 		st := c.Nodes[0].Status()

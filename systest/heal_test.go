@@ -108,7 +108,7 @@ func (h healRun) run(t *testing.T) healResult {
 	fetched0, throttled0 := each("mure_files_replication_bytes_total"), each("mure_files_replication_throttle_seconds_total")
 
 	victimID := c.Nodes[victim].ID()
-	c.Stop(victim)
+	c.Kill(victim)
 	died := time.Now()
 	var failedAt time.Time
 	testcluster.WaitFor(t, 5*time.Minute, "the dead node recorded as failed and every file back at two copies", func() bool {

@@ -160,7 +160,7 @@ func runWithFaults(t *testing.T, seed int64, dur time.Duration) *lincheck.Histor
 		pause(200, 600)
 		i := rng.IntN(3)
 		if rng.IntN(3) == 0 {
-			if l := c.LeaderIndex(); l >= 0 {
+			if l := c.Leader(); l >= 0 {
 				i = l
 			}
 		}
@@ -172,9 +172,9 @@ func runWithFaults(t *testing.T, seed int64, dur time.Duration) *lincheck.Histor
 			c.Restart(i)
 		case 1:
 			log = append(log, fmt.Sprintf("stop %d", i))
-			c.Stop(i)
+			c.Pause(i)
 			pause(300, 1200)
-			c.Cont(i)
+			c.Resume(i)
 		case 2:
 			log = append(log, fmt.Sprintf("isolate %d", i))
 			c.Isolate(i, true)

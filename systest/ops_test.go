@@ -116,7 +116,7 @@ func TestGracefulLeave(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the node did not report that it left")
 	}
-	c.Stop(2)
+	c.Kill(2)
 	testcluster.WaitFor(t, 10*time.Second, "the others to record the departure", func() bool {
 		for _, m := range c.Nodes[0].Cluster().Members() {
 			if m.ID == leavingID {
@@ -157,7 +157,7 @@ func TestVoterCountAndReplacement(t *testing.T) {
 		}
 	}
 	victimID := c.Nodes[victim].ID()
-	c.Stop(victim)
+	c.Kill(victim)
 	testcluster.WaitFor(t, 20*time.Second, "a live non-voter promoted in place of the dead voter", func() bool {
 		alive, victimVotes := 0, false
 		for _, m := range c.Nodes[lead].Cluster().Members() {

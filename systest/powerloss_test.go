@@ -65,7 +65,7 @@ func (d *crashDisks) crash(nodes ...int) {
 func (d *crashDisks) restart(c *testcluster.Cluster, nodes ...int) {
 	d.t.Helper()
 	for _, i := range nodes {
-		c.Stop(i)
+		c.Kill(i)
 	}
 	for _, i := range nodes {
 		c.RestartWith(i, func(cfg *node.Config) { cfg.StoreFS = d.fs[i] })

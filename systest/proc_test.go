@@ -168,10 +168,10 @@ func TestProcKillLeader(t *testing.T) {
 	c := testcluster.StartProc(t, 3)
 	ctx := procCtx(t, 40*time.Second)
 	put(t, c.Client(), "a", "A")
-	old := c.LeaderIndex()
+	old := c.Leader()
 	oldID := c.ID(old)
 	c.Kill(old)
-	next := c.LeaderIndex() // only running nodes count
+	next := c.Leader() // only running nodes count
 	if next == old || c.ID(next) == oldID {
 		t.Fatalf("the killed node %d is still leader", old)
 	}
@@ -204,11 +204,11 @@ func TestProcSIGSTOPNode(t *testing.T) {
 		st, err := fileStatus(ctx, c, 0, "f")
 		return err == nil && slices.Contains(st.Valid, id2)
 	})
-	if l := c.LeaderIndex(); l == 2 {
+	if l := c.Leader(); l == 2 {
 		t.Logf("node 2 is the raft leader: freezing it also forces an election")
 	}
 
-	c.Stop(2)
+	c.Pause(2)
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	_, err := c.Client(0).Put(wctx, "f", strings.NewReader("2"), nil)
@@ -216,7 +216,7 @@ func TestProcSIGSTOPNode(t *testing.T) {
 	standbyBug := false
 	if err != nil {
 		if !errors.Is(err, context.DeadlineExceeded) || c.ID(2) > c.ID(1) {
-			c.Cont(2)
+			c.Resume(2)
 			t.Fatalf("write while node 2 is frozen: %v (after %v)", err, time.Since(start))
 		}
 		// Node 2 sorts first among the standby candidates of node 0 (and
@@ -230,13 +230,13 @@ func TestProcSIGSTOPNode(t *testing.T) {
 			return err == nil && st.Holder == ""
 		})
 		if _, err := putRetry(ctx, c.Client(0), "f", "2"); err != nil {
-			c.Cont(2)
+			c.Resume(2)
 			t.Fatal(err)
 		}
 	}
 	t.Logf("write with node 2 frozen took %v", time.Since(start).Round(time.Millisecond))
 
-	c.Cont(2)
+	c.Resume(2)
 	// From the moment it runs again, node 2 must not serve the old
 	// content: 200 only with "2", else a redirect or 503.
 	want, old := sha("2"), sha("1")
@@ -287,13 +287,13 @@ func TestProcSIGSTOPStandbyPush(t *testing.T) {
 	if c.ID(2) < c.ID(1) {
 		victim = 2
 	}
-	c.Stop(victim)
+	c.Pause(victim)
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, 4*time.Second)
 	_, err := client.New([]string{c.HTTPAddr(0)}, client.WithAttempts(1)).Put(wctx, "s", strings.NewReader("2"), nil)
 	cancel()
 	took := time.Since(start)
-	c.Cont(victim)
+	c.Resume(victim)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("regression: %s (node %d frozen, write still pending after %v)", standbyPushBug, victim, took.Round(time.Millisecond))
@@ -310,7 +310,7 @@ func TestProcSIGTERMGraceful(t *testing.T) {
 	put(t, c.Client(0), "g", "before")
 
 	start := time.Now()
-	err := c.Term(2)
+	err := c.Stop(2)
 	took := time.Since(start)
 	if err != nil {
 		t.Fatalf("node 2 after SIGTERM: %v, want exit status 0", err)

@@ -245,8 +245,8 @@ func (c *ProcCluster) Kill(i int) {
 	}
 }
 
-// Stop freezes node i (SIGSTOP): it keeps its sockets but runs nothing.
-func (c *ProcCluster) Stop(i int) {
+// Pause freezes node i (SIGSTOP): it keeps its sockets but runs nothing.
+func (c *ProcCluster) Pause(i int) {
 	c.t.Helper()
 	p := c.signal(i, syscall.SIGSTOP)
 	c.mu.Lock()
@@ -254,8 +254,8 @@ func (c *ProcCluster) Stop(i int) {
 	c.mu.Unlock()
 }
 
-// Cont resumes a node frozen by Stop (SIGCONT).
-func (c *ProcCluster) Cont(i int) {
+// Resume resumes a node frozen by Pause (SIGCONT).
+func (c *ProcCluster) Resume(i int) {
 	c.t.Helper()
 	p := c.signal(i, syscall.SIGCONT)
 	c.mu.Lock()
@@ -263,10 +263,10 @@ func (c *ProcCluster) Cont(i int) {
 	c.mu.Unlock()
 }
 
-// Term sends SIGTERM to node i and waits up to 30 s for it to exit; it
-// returns the process's exit error (nil: exit status 0). A node still up
-// after 30 s is killed and the test fails.
-func (c *ProcCluster) Term(i int) error {
+// Stop stops node i gracefully: SIGTERM, then it waits up to 30 s for the
+// process to exit; it returns the process's exit error (nil: exit status
+// 0). A node still up after 30 s is killed and the test fails.
+func (c *ProcCluster) Stop(i int) error {
 	c.t.Helper()
 	p := c.signal(i, syscall.SIGTERM)
 	select {
@@ -449,11 +449,11 @@ func (c *ProcCluster) waitMembers(n int) {
 	})
 }
 
-// LeaderIndex waits until the running, unfrozen nodes agree on a leader
+// Leader waits until the running, unfrozen nodes agree on a leader
 // that is one of them, and returns its index: a node's /status names the
 // leader by id ("leader"), mapped to an index through each node's
 // "node"."id", and the leader's own /status must name itself.
-func (c *ProcCluster) LeaderIndex() int {
+func (c *ProcCluster) Leader() int {
 	c.t.Helper()
 	idx := -1
 	WaitFor(c.t, 15*time.Second, "a leader among the running nodes", func() bool {

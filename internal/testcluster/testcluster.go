@@ -117,16 +117,23 @@ func (c *Cluster) startNode(nd *Node) {
 	nd.Node = n
 }
 
-// Stop closes node i without leaving the cluster: the others see it fail.
-func (c *Cluster) Stop(i int) {
+// Kill takes node i down without leaving the cluster: the others see it
+// fail. In process, that is the nearest to a crash: the node is closed
+// (ProcCluster.Kill sends SIGKILL).
+func (c *Cluster) Kill(i int) { _ = c.Stop(i) }
+
+// Stop stops node i gracefully (node.Close) without leaving the cluster,
+// and returns Close's error (ProcCluster.Stop sends SIGTERM).
+func (c *Cluster) Stop(i int) error {
 	nd := c.Nodes[i]
 	if nd.Node == nil {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = nd.Close(ctx)
+	err := nd.Close(ctx)
 	nd.Node = nil
+	return err
 }
 
 // Restart starts a stopped node again with only its data directory (and
@@ -134,7 +141,7 @@ func (c *Cluster) Stop(i int) {
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()
 	nd := c.Nodes[i]
-	c.Stop(i)
+	c.Kill(i)
 	nd.cfg.Join = nil
 	nd.cfg.Key = ""
 	c.startNode(nd)
@@ -151,7 +158,9 @@ func (c *Cluster) RestartWith(i int, setup func(cfg *node.Config)) {
 // Shutdown stops every node.
 func (c *Cluster) Shutdown() {
 	for i := range c.Nodes {
-		c.Stop(i)
+		if err := c.Stop(i); err != nil {
+			c.t.Errorf("stop node %d: %v", i, err)
+		}
 	}
 }
 
