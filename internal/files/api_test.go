@@ -231,6 +231,13 @@ func TestForwarding(t *testing.T) {
 				t.Fatalf("got %v, want unavailable", err)
 			}
 		}},
+		{"read forwarded: an unreachable copy, then another", func(t *testing.T, c *fakeCluster, out string) {
+			c.cut["a"] = true // the holder, tried first
+			got, rd, err := c.read(out, "f", OpenOptions{Forwarding: Forwarding{Forward: true}})
+			if err != nil || got != "v1" || rd.Node() == "a" {
+				t.Fatalf("got %q, %v; want v1 from the other copy", got, err)
+			}
+		}},
 		{"no lease", func(t *testing.T, c *fakeCluster, out string) {
 			c.lease[out] = false
 			_, _, err := c.read(out, "nope", OpenOptions{})

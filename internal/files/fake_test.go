@@ -29,6 +29,7 @@ type fakeCluster struct {
 	fsms  map[string]*meta.FSM
 	svcs  map[string]*Service
 	dead  map[string]bool // seen dead by gossip; its peer calls fail
+	cut   map[string]bool // alive to gossip, but its peer calls fail
 	lease map[string]bool // false: no read lease
 
 	fmu sync.Mutex
@@ -41,7 +42,7 @@ type fakeCluster struct {
 
 func newFakeCluster(t *testing.T, ids ...string) *fakeCluster {
 	c := &fakeCluster{t: t, ids: ids, fsms: map[string]*meta.FSM{}, svcs: map[string]*Service{},
-		dead: map[string]bool{}, lease: map[string]bool{}, fail: map[string]string{}, forwards: map[string]int{}}
+		dead: map[string]bool{}, cut: map[string]bool{}, lease: map[string]bool{}, fail: map[string]string{}, forwards: map[string]int{}}
 	for _, id := range ids {
 		c.fsms[id] = meta.NewFSM()
 		c.lease[id] = true
@@ -124,7 +125,7 @@ var errRefused = errors.New("fake: connection refused")
 // node resolves a peer address, failing for a dead node.
 func (p *fakePeers) node(peer, op string) (*Service, error) {
 	id := strings.TrimSuffix(peer, ":peer")
-	if p.c.dead[id] {
+	if p.c.dead[id] || p.c.cut[id] {
 		return nil, errRefused
 	}
 	p.c.fmu.Lock()

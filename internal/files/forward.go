@@ -123,8 +123,17 @@ func (s *Service) forwardError(op, path, target string, err error) error {
 		return err
 	}
 	s.metrics.forwardFailed.WithLabelValues(op).Inc()
-	return unavailable(ErrUnavailable, err, fmt.Sprintf("could not forward the %s of %s to node %s (%v); retry", op, path, target, err))
+	return unavailable(ErrUnavailable, &unreachableError{err}, fmt.Sprintf("could not forward the %s of %s to node %s (%v); retry", op, path, target, err))
 }
+
+// errUnreachable marks a forward that failed in transit (the other node
+// gave no answer of its file service).
+var errUnreachable = errors.New("files: node unreachable")
+
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string   { return e.err.Error() }
+func (e *unreachableError) Unwrap() []error { return []error{errUnreachable, e.err} }
 
 // writeForwardError is the error of a forwarded write whose outcome is
 // not known to be success.

@@ -2,6 +2,7 @@ package files
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -60,10 +61,17 @@ func (s *Service) Open(ctx context.Context, path string, o OpenOptions) (*Reader
 			return nil, unavailable(ErrUnavailable, nil, "no reachable node holds a valid copy of "+path+" right now")
 		}
 	}
-	if o.mayForward() {
-		return s.forwardRead(ctx, path, target, o)
+	if !o.mayForward() {
+		return nil, s.heldElsewhere(path, target)
 	}
-	return nil, s.heldElsewhere(path, target)
+	rd, err := s.forwardRead(ctx, path, target, o)
+	if err != nil && !j.fenced && errors.Is(err, errUnreachable) {
+		// A read can be tried again: once more, on another valid copy.
+		if next := s.pickReplicaExcept(f, target); next != "" {
+			return s.forwardRead(ctx, path, next, o)
+		}
+	}
+	return rd, err
 }
 
 // Stat returns the Info of path's current version, judged like Open.
@@ -118,13 +126,17 @@ var pickCounter atomic.Uint64
 // pickReplica chooses a node to send a read to: the write-right holder
 // when it has a valid copy, else the valid replicas in turn, preferring the
 // ones gossip sees alive.
-func (s *Service) pickReplica(f *meta.File) string {
-	if f.Holder != "" && f.Holder != s.self && f.IsValidOn(f.Holder) && s.cl.Alive(f.Holder) {
+func (s *Service) pickReplica(f *meta.File) string { return s.pickReplicaExcept(f, "") }
+
+// pickReplicaExcept is pickReplica avoiding node not (a node that just
+// failed to answer).
+func (s *Service) pickReplicaExcept(f *meta.File, not string) string {
+	if f.Holder != "" && f.Holder != s.self && f.Holder != not && f.IsValidOn(f.Holder) && s.cl.Alive(f.Holder) {
 		return f.Holder
 	}
 	var alive, any []string
 	for _, id := range f.Valid {
-		if id == s.self {
+		if id == s.self || id == not {
 			continue
 		}
 		any = append(any, id)
