@@ -89,6 +89,9 @@ func (r *Reader) setRange(off, n int64) {
 	r.sect = io.NewSectionReader(r.b, off, n)
 }
 
+// Read reads the selected range. A local copy found corrupt fails with an
+// error wrapping store.ErrChecksum; a forwarded stream cut short, with
+// ErrInterrupted.
 func (r *Reader) Read(p []byte) (int, error) {
 	switch {
 	case r.remote != nil:
