@@ -214,6 +214,13 @@ func TestForwarding(t *testing.T) {
 				t.Fatalf("got %q, %v (%d forwards)", got, err, c.forwarded("read"))
 			}
 		}},
+		{"stat forwarded", func(t *testing.T, c *fakeCluster, out string) {
+			c.lease[out] = false // the record here cannot be confirmed: ask a holder
+			info, err := c.svcs[out].Stat(ctx, "f", OpenOptions{Forwarding: Forwarding{Forward: true}})
+			if err != nil || info.Size != 2 || c.forwarded("read") != 1 {
+				t.Fatalf("got %+v, %v (%d forwards)", info, err, c.forwarded("read"))
+			}
+		}},
 		{"read range forwarded", func(t *testing.T, c *fakeCluster, out string) {
 			got, _, err := c.read(out, "f", OpenOptions{Forwarding: Forwarding{Forward: true}, Offset: 1})
 			if err != nil || got != "1" {

@@ -86,6 +86,7 @@ func (s *Service) Stat(ctx context.Context, path string, o OpenOptions) (Info, e
 		}
 		return infoOf(j.f), nil
 	}
+	o.Offset, o.Length = 0, 1 // only the Info is wanted: a forwarded read sends one byte
 	rd, err := s.Open(ctx, path, o)
 	if err != nil {
 		return Info{}, err
