@@ -46,8 +46,8 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/status":
 		io.WriteString(w, `{"node":{"id":"n1","addr":"x"},"cluster_id":"c1","leader":"n1",`+
 			`"members":[{"id":"n1","state":"active","gossip":"alive","raft":"voter","http":"h1:1","leader":true},{"id":"n2","state":"active","gossip":"dead","raft":"voter"}],`+
-			`"files":{"count":2},"config":{"replicas":"3"},`+
-			`"dispatch":{"holder":"n1","how":"raft-leader","front":{"active":true,"addr":"10.0.0.1:80","mode":"redirect","policy":"round-robin","since":"t0",`+
+			`"files":{"live":2},"config":{"replicas":"3"},"service_names":["files","api"],"services":{"api":{"connections":4,"refused":1}},`+
+			`"dispatch":{"holder":"n1","how":"raft-leader","front":{"active":true,"addr":"10.0.0.1:80","mode":"redirect","policy":"round-robin","since":"2026-01-02T03:04:05Z",`+
 			`"decisions":{"round-robin":7},"nodes":[{"id":"n1","addr":"h1:1","alive":true,"connections":3,"assigned":2,"cpu":0.5,"load":0.1,"free_memory_bytes":1024}],`+
 			`"open_connections":1,"accepted":7,"takeovers":1}}}`)
 	case strings.HasPrefix(r.URL.Path, "/status/files/"):
@@ -243,8 +243,9 @@ func TestOtherCommands(t *testing.T) {
 		want []string
 	}{
 		{"stat", runStat, []string{"f"}, []string{"size:      3", "etag:      e3", `"state": "ok"`}},
-		{"status", runStatus, nil, []string{"leader:      n1", "n2  active  dead", "count=2", "replicas=3",
-			"dispatcher: n1 (raft-leader)", "front door: 10.0.0.1:80  mode=redirect policy=round-robin  open here since t0", "decisions: round-robin=7", "n1    true   3      2         50%"}},
+		{"status", runStatus, nil, []string{"leader:      n1", "n2  active  dead", "live=2", "replicas=3", "services:    files, api",
+			"client API: 4 connections open, 1 refused", "dispatcher: n1 (raft-leader)",
+			"front door: 10.0.0.1:80  mode=redirect policy=round-robin  open here since 2026-01-02T03:04:05Z", "decisions: round-robin=7", "n1    true   3      2         50%"}},
 		{"status-json", runStatus, []string{"--json"}, []string{`"cluster_id": "c1"`}},
 		{"node-list", runNode, []string{"list"}, []string{"n1  active  alive   voter (leader)  h1:1"}},
 		{"config", runConfig, nil, []string{"replicas=3\n"}},

@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+
+	"github.com/mure-dev/mure/internal/node"
 )
 
 func init() { register("node", "leave, remove or list cluster nodes", runNode) }
@@ -39,15 +43,14 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
-		st, err := decodeObject(raw)
-		if err != nil {
-			return err
+		var st node.Status
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return fmt.Errorf("bad status document: %w", err)
 		}
-		members, _ := st["members"].([]any)
 		if cf.json {
-			return writeJSON(stdout, members)
+			return writeJSON(stdout, st.Members)
 		}
-		return printMembers(stdout, members)
+		return printMembers(stdout, st.Members)
 	}
 	return usageError(fs, "unknown subcommand %q", pos[0])
 }
