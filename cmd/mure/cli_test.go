@@ -280,3 +280,86 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("node frob: %v", err)
 	}
 }
+
+// Every subcommand answers --help (and mure help NAME) with its usage and
+// exit status 0; a mistake still exits 2.
+func TestHelpOnEverySubcommand(t *testing.T) {
+	for _, name := range commandNames() {
+		if strings.HasPrefix(commands[name].summary, "(internal)") {
+			continue
+		}
+		for _, args := range [][]string{{name, "--help"}, {name, "-h"}, {"help", name}} {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				var out, errOut bytes.Buffer
+				if code := realMain(args, &out, &errOut); code != 0 {
+					t.Fatalf("exit %d\n%s", code, errOut.String())
+				}
+				if !strings.Contains(errOut.String(), "usage: mure "+name) {
+					t.Fatalf("no usage of %s:\n%s", name, errOut.String())
+				}
+			})
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := realMain([]string{"--help"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "completion") {
+		t.Fatalf("mure --help: exit %d\n%s", code, errOut.String())
+	}
+	if code := realMain([]string{"frob"}, &out, &errOut); code != 2 {
+		t.Fatalf("unknown command: exit %d", code)
+	}
+	if code := realMain([]string{"put", "--nope", "a"}, &out, &errOut); code != 2 {
+		t.Fatalf("bad flag: exit %d", code)
+	}
+}
+
+// Completion scripts for the three shells, and the completions they ask
+// the binary for: commands, verbs, flags, setting names.
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		t.Run(shell, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if code := realMain([]string{"completion", shell}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "__complete") {
+				t.Fatalf("exit %d, script of %d bytes:\n%s", code, out.Len(), errOut.String())
+			}
+		})
+	}
+	tests := []struct {
+		args       []string
+		want, lack []string
+	}{
+		{[]string{"st"}, []string{"stat", "status"}, []string{"put"}},
+		{[]string{"node", ""}, []string{"leave", "remove", "list"}, nil},
+		{[]string{"put", "--no"}, []string{"--node"}, []string{"--token"}},
+		{[]string{"serve", "--front-m"}, []string{"--front-mode", "--front-max-conns"}, nil},
+		{[]string{"config", "set", ""}, []string{"replication", "durability", "dispatch.policy"}, nil},
+		{[]string{"config", "--node", "h:1", "get", "rep"}, []string{"replication", "replication.rate"}, []string{"durability"}},
+		{[]string{"bench", ""}, []string{"replicated-io", "combine"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if code := realMain(append([]string{"__complete"}, tc.args...), &out, &errOut); code != 0 {
+				t.Fatalf("exit %d\n%s", code, errOut.String())
+			}
+			lines := strings.Split(out.String(), "\n")
+			has := func(w string) bool {
+				for _, l := range lines {
+					if l == w || strings.HasPrefix(l, w+"\t") {
+						return true
+					}
+				}
+				return false
+			}
+			for _, w := range tc.want {
+				if !has(w) {
+					t.Errorf("no %q in:\n%s", w, out.String())
+				}
+			}
+			for _, w := range tc.lack {
+				if has(w) {
+					t.Errorf("%q offered in:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}

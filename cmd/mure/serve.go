@@ -21,6 +21,12 @@ func init() { register("serve", "run a node (alone, or joining a cluster with --
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: mure serve --data DIR [flags]\n\n"+
+			"Run a node: alone (a new cluster), or joining one with --join and --key-file.\n"+
+			"Flags may also come from --config FILE; command-line flags win.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
 	var cfg node.Config
 	var join, keyFile, configFile, timing, logLevel string
 	fs.StringVar(&cfg.DataDir, "data", "", "data directory (required); holds the node's identity, raft state and files")
