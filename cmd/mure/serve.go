@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mure-dev/mure/internal/apps"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/node"
 )
@@ -39,26 +38,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&join, "join", "", "comma-separated peer addresses of members to join (first start only)")
 	fs.StringVar(&keyFile, "key-file", "", "file holding the cluster key (a founding node's DATA/cluster.key); or set MURE_KEY")
 	fs.StringVar(&cfg.Token, "token", os.Getenv("MURE_TOKEN"), "require this bearer token on client API requests (default $MURE_TOKEN; empty: no token)")
-	fs.Int64Var(&cfg.MaxBody, "max-body", 5<<30, "largest file accepted, in bytes")
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 256, "client requests executed at once; more wait")
 	fs.IntVar(&cfg.MaxConns, "max-conns", 10000, "client connections open at once on each client port; beyond, a new one is answered 503 at once (0: no bound)")
 	fs.IntVar(&cfg.MaxQueue, "max-queue", 1024, "client requests waiting for a slot; beyond, 503 with Retry-After")
 	fs.IntVar(&cfg.MaxWriteInFlight, "max-write-inflight", node.DefaultMaxWriteInFlight, "of those, file writes (PUT, DELETE) executed at once")
 	fs.IntVar(&cfg.MaxWriteQueue, "max-write-queue", node.DefaultMaxWriteQueue, "file writes waiting for a write slot; beyond, 503 with Retry-After")
-	fs.Int64Var(&cfg.CacheBytes, "cache", 64<<20, "memory cache for small files, in bytes (0 disables)")
-	fs.DurationVar(&cfg.ScrubPeriod, "scrub-period", 24*time.Hour, "read back every local replica to check its checksum once per this period (0 disables the scrub)")
-	fs.Int64Var(&cfg.ScrubRate, "scrub-rate", 64<<20, "cap on the scrub's disk reading, in bytes per second (0: no cap)")
 	fs.StringVar(&configFile, "config", "", "file of 'flag = value' lines (flag names as above); command-line flags win")
 	fs.StringVar(&timing, "timing", "default", "failure-detection timings: default, or fast (tests on one machine)")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&cfg.DebugFaults, "debug-faults", false, "tests only: expose POST /debug/isolate?on=1|0 to cut this node off from its peers")
 	fs.BoolVar(&cfg.DebugUnsafeReads, "debug-unsafe-reads", false, "tests only: serve local copies without the consistency checks (a deliberately broken protocol)")
 	fs.BoolVar(&cfg.NoSync, "unsafe-no-fsync", false, "skip fsync (benchmarks and tests only: acknowledged writes may be lost on power failure)")
-	fs.StringVar(&cfg.CGIDir, "cgi-dir", "", "serve the executable files in `DIR` as CGI programs at /cgi/NAME (default: off)")
-	fs.IntVar(&cfg.CGIMaxRunning, "cgi-max-running", 0, "CGI programs running at once; more requests wait for a slot (0: 4 per core the node may use)")
-	fs.IntVar(&cfg.CGINice, "cgi-nice", 10, "run CGI programs at this niceness (0-19), so that a node busy with them still answers its peers and its other clients first (0: the node's own)")
-	fs.DurationVar(&cfg.CGITimeout, "cgi-timeout", apps.DefaultCGITimeout, "kill a CGI program, and what it started, still running after this long")
-	fs.Var((*appList)(&cfg.Apps), "app", "serve an app by reverse proxy: `PREFIX=URL` sends PREFIX/rest to URL/rest, e.g. /shop/=http://127.0.0.1:9000 (repeatable)")
+	filesFlags(fs, &cfg)
+	appsFlags(fs, &cfg)
 	front := frontFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -162,28 +154,4 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 		}
 	}
 	return sc.Err()
-}
-
-// appList is the repeatable --app flag; in a config file, one
-// "app = PREFIX=URL" line per app.
-type appList []apps.Proxy
-
-func (l *appList) String() string {
-	if l == nil {
-		return ""
-	}
-	var parts []string
-	for _, p := range *l {
-		parts = append(parts, p.Prefix+"="+p.Target.String())
-	}
-	return strings.Join(parts, " ")
-}
-
-func (l *appList) Set(s string) error {
-	p, err := apps.ParseProxy(s)
-	if err != nil {
-		return err
-	}
-	*l = append(*l, p)
-	return nil
 }
