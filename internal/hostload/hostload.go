@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Sample is one reading.
@@ -23,18 +24,30 @@ type Sample struct {
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// CPUQuota is the cores the host may use (0: no quota).
 	CPUQuota float64 `json:"cpu_quota_cores,omitempty"`
-	// MemoryBytes is the memory in use, MemoryLimit its limit (0: none).
+	// CPUThrottledSeconds is the time the host's tasks were held back by
+	// its quota so far (a counter; cgroups only).
+	CPUThrottledSeconds float64 `json:"cpu_throttled_seconds,omitempty"`
+	// MemoryBytes is the memory in use, page cache included; MemoryLimit
+	// its limit (0: none).
 	MemoryBytes int64 `json:"memory_bytes"`
 	MemoryLimit int64 `json:"memory_limit_bytes,omitempty"`
+	// PageCacheBytes is the part of MemoryBytes that is file pages (active
+	// and inactive): reclaimable, so counted as free (cgroups only).
+	PageCacheBytes int64 `json:"page_cache_bytes,omitempty"`
 }
 
 // Reader reads samples from the files found by Open.
 type Reader struct {
-	source                    string
-	cpuUsage                  string // cpuacct.usage (ns) or cpu.stat (usage_usec)
-	cpuQuota, cpuPeriod       string // v1 quota and period; v2: cpuQuota is cpu.max
-	memUsage, memLimit, procs string
-	root                      string // of /proc
+	source              string
+	cpuUsage            string // cpuacct.usage (ns) or cpu.stat (usage_usec)
+	cpuQuota, cpuPeriod string // v1 quota and period; v2: cpuQuota is cpu.max
+	cpuStat             string // throttling counters (v1 cpu.stat; v2 the same file as cpuUsage)
+	memUsage, memLimit  string
+	memStat             string
+	root                string // of /proc
+
+	mu   sync.Mutex
+	prev throttling // at the previous RunQueue (v1)
 }
 
 // Open finds this process's cgroup files under the usual mounts.
@@ -51,7 +64,9 @@ func open(proc, cgroupRoot string) *Reader {
 		dir := filepath.Join(cgroupRoot, path)
 		if path != "/" && exists(filepath.Join(dir, "cpu.stat")) {
 			r.source, r.cpuUsage, r.cpuQuota = "cgroup v2", filepath.Join(dir, "cpu.stat"), filepath.Join(dir, "cpu.max")
+			r.cpuStat = r.cpuUsage
 			r.memUsage, r.memLimit = filepath.Join(dir, "memory.current"), filepath.Join(dir, "memory.max")
+			r.memStat = filepath.Join(dir, "memory.stat")
 		}
 		return r
 	}
@@ -65,10 +80,12 @@ func open(proc, cgroupRoot string) *Reader {
 	if q, ok := groups["cpu"]; ok {
 		r.cpuQuota = filepath.Join(cgroupRoot, "cpu", q, "cpu.cfs_quota_us")
 		r.cpuPeriod = filepath.Join(cgroupRoot, "cpu", q, "cpu.cfs_period_us")
+		r.cpuStat = filepath.Join(cgroupRoot, "cpu", q, "cpu.stat")
 	}
 	if okMem {
 		r.memUsage = filepath.Join(cgroupRoot, "memory", mem, "memory.usage_in_bytes")
 		r.memLimit = filepath.Join(cgroupRoot, "memory", mem, "memory.limit_in_bytes")
+		r.memStat = filepath.Join(cgroupRoot, "memory", mem, "memory.stat")
 	}
 	return r
 }
@@ -117,7 +134,9 @@ func (r *Reader) Read() (Sample, error) {
 			if l, lerr := readInt(r.memLimit); lerr == nil && l < 1<<60 { // "no limit" is a huge number
 				s.MemoryLimit = l
 			}
+			s.PageCacheBytes = pageCache(r.memStat)
 		}
+		s.CPUThrottledSeconds = float64(readStat(r.cpuStat)["throttled_time"]) / 1e9
 	case "cgroup v2":
 		s.CPUSeconds, err = v2Usage(r.cpuUsage)
 		if f := fields(r.cpuQuota); len(f) == 2 && f[0] != "max" {
@@ -129,6 +148,8 @@ func (r *Reader) Read() (Sample, error) {
 		}
 		s.MemoryBytes, _ = readInt(r.memUsage)
 		s.MemoryLimit, _ = readInt(r.memLimit) // "max": 0
+		s.PageCacheBytes = pageCache(r.memStat)
+		s.CPUThrottledSeconds = float64(readStat(r.cpuStat)["throttled_usec"]) / 1e6
 	default:
 		s.CPUSeconds, err = machineCPU(filepath.Join(r.root, "stat"))
 		if err == nil {
@@ -197,6 +218,37 @@ func machineMemory(file string) (used, total int64, err error) {
 		}
 	}
 	return total - avail, total, nil
+}
+
+// pageCache returns the file pages (active and inactive) of a cgroup's
+// memory.stat: v1's hierarchical total_ figures when present.
+func pageCache(file string) int64 {
+	st := readStat(file)
+	if v, ok := st["total_inactive_file"]; ok {
+		return v + st["total_active_file"]
+	}
+	return st["inactive_file"] + st["active_file"]
+}
+
+// readStat reads a flat keyed file ("name value" lines: cpu.stat,
+// memory.stat); a missing file gives an empty map.
+func readStat(file string) map[string]int64 {
+	m := map[string]int64{}
+	if file == "" {
+		return m
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return m
+	}
+	for line := range strings.Lines(string(data)) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				m[k] = n
+			}
+		}
+	}
+	return m
 }
 
 func readInt(file string) (int64, error) {
