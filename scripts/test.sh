@@ -14,6 +14,10 @@ command -v nsenter >/dev/null || need+=(util-linux)
 # single-address mode's filter rules
 command -v arping >/dev/null || need+=(arping)
 command -v iptables >/dev/null || need+=(iptables)
+# the testbed's per-host disks (loop images, ext4) and their check (fio)
+command -v losetup >/dev/null || need+=(mount)
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+command -v fio >/dev/null || need+=(fio)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null

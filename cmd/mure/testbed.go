@@ -29,6 +29,9 @@ this machine, a mure node on each server host. Needs root.
   kill|stop|cont|start HOST    SIGKILL, SIGSTOP, SIGCONT or restart a node
   cut|heal HOST                take a host's link down or up
   loss HOST P                  drop a fraction P of its packets (0 removes)
+  slow-disk HOST MBPS          set a server's disk read and write rate live
+                               (0: back to --disk-read/--disk-write)
+  fill|unfill HOST             fill a server's disk (a full disk), empty it
   bench [SCENARIO] [bench flags]  run replicated-io (default) or conn-rate
                                from every client host at once
 
@@ -38,8 +41,9 @@ With --hub every host also has eth1 on a hub (10.77.1.0/24): clients at
 
 // testbedFlags are the flags of mure testbed.
 type testbedFlags struct {
-	cfg      testbed.Config
-	nodeArgs string
+	cfg                 testbed.Config
+	nodeArgs            string
+	diskRead, diskWrite float64
 }
 
 func newTestbedFlagSet(stderr io.Writer) (*flag.FlagSet, *testbedFlags) {
@@ -58,7 +62,14 @@ func newTestbedFlagSet(stderr io.Writer) (*flag.FlagSet, *testbedFlags) {
 	fs.Float64Var(&c.ServerCPU, "server-cpu", 0.2, "up: each server's CPU quota in `CORES`")
 	fs.Float64Var(&c.ClientCPU, "client-cpu", 0.2, "up: each client's CPU quota in `CORES`")
 	fs.IntVar(&c.MemoryMB, "memory", 0, "up: each host's memory limit in `MB` (0: none)")
-	fs.IntVar(&c.DataMB, "data-size", 4096, "up: size in `MB` of the tmpfs holding the nodes' data")
+	fs.StringVar(&c.Disk, "disk", testbed.DiskLoop, "up: the nodes' data on a disk of each server's own (loop: an image on this machine's disk, throttled) or on one shared RAM disk (tmpfs)")
+	fs.StringVar(&c.DiskDir, "disk-dir", testbed.DefaultDiskDir, "up: `DIR` of the disk images, on a real disk (not tmpfs)")
+	fs.IntVar(&c.DiskMB, "disk-size", 2048, "up: each server's disk in `MB` (loop)")
+	fs.Float64Var(&tf.diskRead, "disk-read", 100, "up: each server's disk read rate in `MB/s` (loop; 0: unlimited)")
+	fs.Float64Var(&tf.diskWrite, "disk-write", 100, "up: each server's disk write rate in `MB/s` (loop; 0: unlimited)")
+	fs.Int64Var(&c.DiskLimits.ReadIOPS, "disk-read-iops", 0, "up: each server's disk read `IOPS` (loop; 0: unlimited)")
+	fs.Int64Var(&c.DiskLimits.WriteIOPS, "disk-write-iops", 0, "up: each server's disk write `IOPS` (loop; 0: unlimited)")
+	fs.IntVar(&c.DataMB, "data-size", 4096, "up: size in `MB` of the tmpfs holding the nodes' data (tmpfs)")
 	fs.StringVar(&tf.nodeArgs, "node-args", "", "up: extra `ARGS` of mure serve on every server, space-separated")
 	fs.BoolVar(&c.Hub, "hub", false, "up: add the single-address cluster's client network: eth1 on every host, on a flooding bridge (a hub), on the next /24")
 	fs.BoolVar(&c.Unbalanced, "unbalanced", false, "up: allow CPU quotas above 1.6 cores in all and client links below 1.5× the servers'")
@@ -124,6 +135,20 @@ func runTestbed(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return usageError(fs, "loss: bad probability %q", rest[1])
 		}
 		return tb.Loss(ctx, h, p)
+	case "slow-disk":
+		if len(rest) != 2 {
+			return usageError(fs, "slow-disk: want HOST MBPS")
+		}
+		mbps, err := strconv.ParseFloat(rest[1], 64)
+		if err != nil || mbps < 0 {
+			return usageError(fs, "slow-disk: bad rate %q (MB/s)", rest[1])
+		}
+		lim := testbed.DiskLimits{}
+		if mbps > 0 {
+			lim = tb.Config.DiskLimits
+			lim.ReadBPS, lim.WriteBPS = int64(mbps*1e6), int64(mbps*1e6)
+		}
+		return tb.SlowDisk(h, lim)
 	}
 	if len(rest) != 1 {
 		return usageError(fs, "%s: want one HOST", verb)
@@ -141,6 +166,10 @@ func runTestbed(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return tb.Cut(ctx, h)
 	case "heal":
 		return tb.Heal(ctx, h)
+	case "fill":
+		return tb.Fill(h, 0)
+	case "unfill":
+		return tb.Unfill(h)
 	}
 	return usageError(fs, "unknown verb %q", verb)
 }
@@ -152,6 +181,7 @@ func testbedUp(ctx context.Context, tf *testbedFlags, stdout io.Writer) error {
 	}
 	tf.cfg.Binary = exe
 	tf.cfg.NodeArgs = strings.Fields(tf.nodeArgs)
+	tf.cfg.DiskLimits.ReadBPS, tf.cfg.DiskLimits.WriteBPS = int64(tf.diskRead*1e6), int64(tf.diskWrite*1e6)
 	tb, err := testbed.Up(ctx, tf.cfg)
 	if err != nil {
 		return err
@@ -172,7 +202,7 @@ func testbedStatus(tb *testbed.Testbed, stdout io.Writer) error {
 		hubCol = "HUB ADDR\t"
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tADDR\t"+hubCol+"LINK\tCPU QUOTA\tNODE\tCPU USED\tMEMORY")
+	fmt.Fprintln(tw, "HOST\tADDR\t"+hubCol+"LINK\tCPU QUOTA\tNODE\tCPU USED\tMEMORY\tDISK")
 	for _, h := range tb.Hosts {
 		node := "-"
 		if h.Server {
@@ -186,7 +216,16 @@ func testbedStatus(tb *testbed.Testbed, stdout io.Writer) error {
 			addr += "\t" + cmp.Or(h.HubAddr, "(cluster "+tb.ClusterAddr()+")")
 		}
 		u, _ := tb.Usage(h)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%.1f s\t%.1f MB\n", h.Name, addr, h.Link, h.CPU, node, u.CPUSeconds, float64(u.MemoryBytes)/1e6)
+		disk := "-"
+		if h.Disk != nil {
+			disk = h.Disk.Dev + ": " + h.Disk.Limits.String()
+			if h.Disk.Filler != "" {
+				disk += " (filled)"
+			}
+		} else if h.Server {
+			disk = "tmpfs (shared)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%.1f s\t%.1f MB\t%s\n", h.Name, addr, h.Link, h.CPU, node, u.CPUSeconds, float64(u.MemoryBytes)/1e6, disk)
 	}
 	return tw.Flush()
 }

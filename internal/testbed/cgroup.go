@@ -46,7 +46,7 @@ func newCgroup(name string, cores float64, memMB int) (*Cgroup, error) {
 	if isV2() {
 		cg.V2 = true
 		// enabling controllers for children is allowed at the root
-		_ = os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+cpu +memory"), 0o644)
+		_ = os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+cpu +memory +io"), 0o644)
 		dir := filepath.Join(cgroupRoot, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("cgroup %s: %w", dir, err)

@@ -38,9 +38,20 @@ type Config struct {
 	Prefix string
 	// Subnet is the hosts' private /24.
 	Subnet string
-	// Dir holds the state file, logs and the nodes' data (a tmpfs).
+	// Dir holds the state file, logs and the mount points of the nodes'
+	// data.
 	Dir string
-	// DataMB is the size of the tmpfs holding the nodes' data.
+	// Disk is where the nodes' data lives: DiskLoop (default), a disk of
+	// its own per server host, or DiskTmpfs, one shared RAM disk.
+	Disk string
+	// DiskDir holds the loop disks' images: a directory on the machine's
+	// real disk (not tmpfs), made when missing.
+	DiskDir string
+	// DiskMB is the size of each server host's disk (DiskLoop).
+	DiskMB int
+	// DiskLimits are each server host's disk rates (DiskLoop).
+	DiskLimits DiskLimits
+	// DataMB is the size of the tmpfs holding the nodes' data (DiskTmpfs).
 	DataMB int
 	// Hub adds a client network for the single-address cluster (paper
 	// 001's TCP-DSC): a second bridge that floods every frame to every port,
@@ -60,6 +71,9 @@ const (
 	DefaultPrefix = "mure-"
 	DefaultSubnet = "10.77.0.0/24"
 	DefaultDir    = "/run/mure-testbed"
+	// DefaultDiskDir is on the real disk in Debian's layout (/var/tmp is
+	// not a tmpfs there, unlike /run and often /tmp).
+	DefaultDiskDir = "/var/tmp/mure-testbed"
 )
 
 func (c *Config) setDefaults() {
@@ -71,6 +85,9 @@ func (c *Config) setDefaults() {
 	c.ServerCPU = cmp.Or(c.ServerCPU, 0.2)
 	c.ClientCPU = cmp.Or(c.ClientCPU, 0.2)
 	c.DataMB = cmp.Or(c.DataMB, 4096)
+	c.Disk = cmp.Or(c.Disk, DiskLoop)
+	c.DiskDir = cmp.Or(c.DiskDir, DefaultDiskDir)
+	c.DiskMB = cmp.Or(c.DiskMB, 2048)
 }
 
 // Validate checks the configuration against the emulation rules.
@@ -87,6 +104,14 @@ func (c *Config) Validate() error {
 		return errors.New("CPU quotas must be positive (in cores, e.g. 0.25)")
 	case c.Binary == "":
 		return errors.New("no mure binary given")
+	case c.Disk != DiskLoop && c.Disk != DiskTmpfs:
+		return fmt.Errorf("disk %q: want %s (a disk per host) or %s (one shared RAM disk)", c.Disk, DiskLoop, DiskTmpfs)
+	case c.Disk == DiskLoop && c.DiskMB < 64:
+		return fmt.Errorf("disk size %d MB: want at least 64", c.DiskMB)
+	case min(c.DiskLimits.ReadBPS, c.DiskLimits.WriteBPS, c.DiskLimits.ReadIOPS, c.DiskLimits.WriteIOPS) < 0:
+		return errors.New("disk limits must be positive (0: none)")
+	case c.MemoryMB < 0:
+		return errors.New("memory limit must be positive (0: none)")
 	}
 	p, err := netip.ParsePrefix(c.Subnet)
 	if err != nil || !p.Addr().Is4() || p.Bits() != 24 || !p.Addr().IsPrivate() {

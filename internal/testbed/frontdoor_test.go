@@ -34,7 +34,7 @@ func TestTestbedFrontDoorVIP(t *testing.T) {
 		Binary: testcluster.BuildBinary(t),
 		NodeArgs: []string{"--timing", "fast", "--front", vip + ":8080", "--front-vip", vip + "/24", "--front-iface", "eth0",
 			"--front-mode", "redirect", "--front-policy", "round-robin"},
-		Prefix: prefix, Subnet: "10.77.198.0/24", Dir: t.TempDir() + "/tb", DataMB: 64,
+		Prefix: prefix, Subnet: "10.77.198.0/24", Dir: t.TempDir() + "/tb", Disk: DiskTmpfs, DataMB: 64, // the network is tested here
 	}
 	tb, err := Up(ctx, cfg)
 	if err != nil {

@@ -51,7 +51,7 @@ func TestHub(t *testing.T) {
 	cfg := Config{
 		Servers: 2, Clients: 1, ServerLink: "100mbit", ClientLink: "300mbit", ServerCPU: 0.2, ClientCPU: 0.2,
 		Binary: testcluster.BuildBinary(t), NodeArgs: []string{"--timing", "fast"}, Hub: true,
-		Prefix: prefix, Subnet: "10.77.197.0/24", Dir: t.TempDir() + "/tb", DataMB: 64,
+		Prefix: prefix, Subnet: "10.77.197.0/24", Dir: t.TempDir() + "/tb", Disk: DiskTmpfs, DataMB: 64, // the network is tested here
 	}
 	tb, err := Up(ctx, cfg)
 	if err != nil {

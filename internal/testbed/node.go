@@ -24,6 +24,9 @@ func (tb *Testbed) startNodes(ctx context.Context) error {
 	servers := tb.Servers()
 	for i, h := range servers {
 		h.Data = filepath.Join(tb.Mount, h.Name)
+		if h.Disk != nil {
+			h.Data = filepath.Join(h.Disk.Mount, "node") // beside ext4's lost+found
+		}
 		if err := os.MkdirAll(h.Data, 0o755); err != nil {
 			return err
 		}

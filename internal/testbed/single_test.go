@@ -247,7 +247,7 @@ func upSingle(t *testing.T, ctx context.Context, prefix, subnet string, clients 
 	cfg := Config{
 		Servers: 3, Clients: clients, ServerLink: "100mbit", ClientLink: "500mbit", ServerCPU: 0.2, ClientCPU: 0.2,
 		Binary: testcluster.BuildBinary(t), Hub: true,
-		Prefix: prefix, Subnet: subnet, Dir: t.TempDir() + "/tb", DataMB: 64,
+		Prefix: prefix, Subnet: subnet, Dir: t.TempDir() + "/tb", Disk: DiskTmpfs, DataMB: 64, // the network is tested here
 	}
 	cip := (&Testbed{Config: cfg}).ClusterAddr()
 	cfg.NodeArgs = []string{"--timing", "fast", "--front", cip + ":8080", "--front-mode", "single-address",

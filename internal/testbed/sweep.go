@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mure-dev/mure/internal/hostload"
@@ -26,6 +27,12 @@ func Teardown(ctx context.Context, dir, prefix string) error {
 	if err != nil {
 		return err
 	}
+	for _, m := range left.Mounts {
+		errs = append(errs, unmount(ctx, m))
+	}
+	for _, l := range left.Loops {
+		errs = append(errs, (&Disk{Image: l.Image, Dev: l.Dev, MajMin: l.MajMin}).remove(ctx))
+	}
 	for _, cg := range left.Cgroups {
 		errs = append(errs, removeCgroupDir(ctx, cg))
 	}
@@ -44,13 +51,22 @@ func Teardown(ctx context.Context, dir, prefix string) error {
 // Left is what carries a testbed's prefix on the machine.
 type Left struct {
 	Netns, Links, Cgroups []string
+	// Loops are loop devices whose image is named with the prefix, Mounts
+	// the mount points of those devices and of the prefix's tmpfs.
+	Loops  []Loop
+	Mounts []string
 }
 
+// Loop is a loop device and its image.
+type Loop struct{ Dev, MajMin, Image string }
+
 // Empty reports whether nothing is left.
-func (l Left) Empty() bool { return len(l.Netns)+len(l.Links)+len(l.Cgroups) == 0 }
+func (l Left) Empty() bool {
+	return len(l.Netns)+len(l.Links)+len(l.Cgroups)+len(l.Loops)+len(l.Mounts) == 0
+}
 
 func (l Left) String() string {
-	return fmt.Sprintf("namespaces %v, links %v, cgroups %v", l.Netns, l.Links, l.Cgroups)
+	return fmt.Sprintf("namespaces %v, links %v, cgroups %v, loop devices %v, mounts %v", l.Netns, l.Links, l.Cgroups, l.Loops, l.Mounts)
 }
 
 // Leftovers lists the namespaces, links and cgroups whose names start with
@@ -76,7 +92,49 @@ func Leftovers(ctx context.Context, prefix string) (Left, error) {
 		}
 	}
 	l.Cgroups = cgroupsWithPrefix(prefix)
+	l.Loops = loopsWithPrefix(prefix)
+	l.Mounts = mountsOf(prefix, l.Loops)
 	return l, nil
+}
+
+// loopsWithPrefix finds the loop devices whose backing file's name starts
+// with prefix (the testbed's disk images are <prefix><host>.img).
+func loopsWithPrefix(prefix string) []Loop {
+	devs, _ := filepath.Glob("/sys/block/loop*")
+	var out []Loop
+	for _, d := range devs {
+		back, err := os.ReadFile(filepath.Join(d, "loop", "backing_file"))
+		if err != nil {
+			continue // not attached
+		}
+		image := strings.TrimSuffix(strings.TrimSpace(string(back)), " (deleted)")
+		if name := filepath.Base(image); !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, ".img") {
+			continue
+		}
+		mm, _ := os.ReadFile(filepath.Join(d, "dev"))
+		out = append(out, Loop{Dev: "/dev/" + filepath.Base(d), MajMin: strings.TrimSpace(string(mm)), Image: image})
+	}
+	return out
+}
+
+// mountsOf lists the mount points of the loop devices and of the tmpfs
+// named <prefix>data.
+func mountsOf(prefix string, loops []Loop) []string {
+	data, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		if f[0] == prefix+"data" || slices.ContainsFunc(loops, func(l Loop) bool { return l.Dev == f[0] }) {
+			out = append(out, f[1])
+		}
+	}
+	return out
 }
 
 // cgroupsWithPrefix finds cgroup directories named prefix* under this

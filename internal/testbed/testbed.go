@@ -32,6 +32,8 @@ type Host struct {
 	Link    string  `json:"link"`
 	CPU     float64 `json:"cpu"`
 	Cgroup  *Cgroup `json:"cgroup,omitempty"`
+	// Disk is a server host's own disk (Config.Disk "loop").
+	Disk *Disk `json:"disk,omitempty"`
 	// Servers: the node's process, data directory and log.
 	PID  int    `json:"pid,omitempty"`
 	Data string `json:"data,omitempty"`
@@ -46,11 +48,16 @@ func (h *Host) Peer() string { return h.Addr + ":" + strconv.Itoa(PeerPort) }
 
 // Testbed is a set of emulated hosts on one bridge.
 type Testbed struct {
-	Config Config  `json:"config"`
-	Bridge string  `json:"bridge"`
-	Hub    string  `json:"hub,omitempty"`   // the hub bridge (Config.Hub)
-	Mount  string  `json:"mount,omitempty"` // the tmpfs of the nodes' data
-	Hosts  []*Host `json:"hosts"`
+	Config Config `json:"config"`
+	Bridge string `json:"bridge"`
+	Hub    string `json:"hub,omitempty"`   // the hub bridge (Config.Hub)
+	Mount  string `json:"mount,omitempty"` // the tmpfs of the nodes' data, or the directory of the disks' mount points
+	// Dirty is the machine's dirty page limits before Up set them for its
+	// hosts' memory (nil: Up left them alone).
+	Dirty Dirty `json:"dirty,omitempty"`
+	// MadeDiskDir records that Up made Config.DiskDir (Down removes it).
+	MadeDiskDir bool    `json:"made_disk_dir,omitempty"`
+	Hosts       []*Host `json:"hosts"`
 }
 
 // statePath is where the state of the testbed with this directory lives.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,6 +55,10 @@ func TestConfigRules(t *testing.T) {
 		{"no servers", func(c *Config) { c.Servers = 0 }, "servers"},
 		{"bad rate", func(c *Config) { c.ServerLink = "fast" }, "server link"},
 		{"hub", func(c *Config) { c.Hub = true }, ""},
+		{"tmpfs", func(c *Config) { c.Disk = DiskTmpfs }, ""},
+		{"unknown disk", func(c *Config) { c.Disk = "ssd" }, `disk "ssd"`},
+		{"tiny disk", func(c *Config) { c.DiskMB = 10 }, "at least 64"},
+		{"negative disk rate", func(c *Config) { c.DiskLimits.WriteBPS = -1 }, "disk limits"},
 		{"hub after the last /24", func(c *Config) { c.Hub, c.Subnet = true, "10.77.255.0/24" }, "no next /24"},
 		{"hub after the last private /24", func(c *Config) { c.Hub, c.Subnet = true, "172.31.255.0/24" }, "no next /24"},
 	} {
@@ -84,7 +89,9 @@ func TestTestbed(t *testing.T) {
 	cfg := Config{
 		Servers: 2, Clients: 2, ServerLink: "100mbit", ClientLink: "200mbit", ServerCPU: 0.25, ClientCPU: 0.25,
 		Binary: testcluster.BuildBinary(t), NodeArgs: []string{"--timing", "fast"},
-		Prefix: prefix, Subnet: "10.77.199.0/24", Dir: t.TempDir() + "/tb", DataMB: 256,
+		Prefix: prefix, Subnet: "10.77.199.0/24", Dir: t.TempDir() + "/tb",
+		Disk: DiskLoop, DiskDir: diskDir(t), DiskMB: 256, MemoryMB: 256,
+		DiskLimits: DiskLimits{ReadBPS: 40e6, WriteBPS: 40e6, ReadIOPS: 800, WriteIOPS: 400},
 	}
 	tb, err := Up(ctx, cfg)
 	if err != nil {
@@ -123,6 +130,18 @@ func TestTestbed(t *testing.T) {
 		}
 	}
 
+	// per-host figures under skewed load; per-host disks: s2's slowed
+	// live, each measured inside its host
+	checkSkewedCPU(t, ctx, tb)
+	slow := cfg.DiskLimits
+	slow.ReadBPS, slow.WriteBPS = 20e6, 20e6
+	if err := tb.SlowDisk(tb.Servers()[1], slow); err != nil {
+		t.Fatal(err)
+	}
+	checkDiskRates(t, ctx, tb)
+	checkPageCacheFree(t, ctx, tb)
+	checkFullDisk(t, ctx, tb)
+
 	// faults: a stopped node is frozen, a killed one is gone and restarts
 	s2 := tb.Servers()[1]
 	if err := tb.Signal(s2, syscall.SIGKILL); err != nil {
@@ -156,6 +175,28 @@ func TestTestbed(t *testing.T) {
 	if _, err := os.Stat(cfg.Dir); !os.IsNotExist(err) {
 		t.Errorf("testbed directory %s still exists (%v)", cfg.Dir, err)
 	}
+	if _, err := os.Stat(cfg.DiskDir); !os.IsNotExist(err) {
+		t.Errorf("disk image directory %s still exists (%v)", cfg.DiskDir, err)
+	}
+	for _, f := range []string{"read_bps", "write_bps", "read_iops", "write_iops"} {
+		rules, _ := os.ReadFile(blkioRoot + "/blkio.throttle." + f + "_device")
+		for _, h := range tb.Servers() {
+			if strings.Contains(string(rules), h.Disk.MajMin+" ") {
+				t.Errorf("blkio %s rule on %s (%s) left behind: %q", f, h.Disk.Dev, h.Disk.MajMin, rules)
+			}
+		}
+	}
+}
+
+// diskDir returns a directory for the disk images that Up is to make, on
+// the machine's real disk (/var/tmp), removed after the test.
+func diskDir(t *testing.T) string {
+	parent, err := os.MkdirTemp("/var/tmp", "mure-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(parent) })
+	return filepath.Join(parent, "disks")
 }
 
 // downLeavesNothing tears the testbed down and checks that nothing with

@@ -71,14 +71,31 @@ func Up(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	return tb, tb.save()
 }
 
-// mountData puts a tmpfs under the testbed's directory for the nodes' data:
-// the machine's one disk cannot be split into a disk per host, so every
-// host gets memory instead (fsync costs nothing there; the single-node
-// figures measure the disk).
+// mountData makes the place of the nodes' data: with DiskTmpfs, a tmpfs
+// under the testbed's directory shared by every node (RAM disks: fsync
+// costs nothing there); with DiskLoop, the directory of the server hosts'
+// own disks' mount points, and the directory of their images.
 func (tb *Testbed) mountData(ctx context.Context) error {
 	dir := filepath.Join(tb.Config.Dir, "data")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	if tb.Config.Disk == DiskLoop {
+		tb.Mount = dir
+		if tb.Config.MemoryMB > 0 {
+			d, err := setDirtyLimits(tb.Config.Servers, tb.Config.MemoryMB)
+			if err != nil {
+				return err
+			}
+			tb.Dirty = d
+		}
+		if _, err := os.Stat(tb.Config.DiskDir); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(tb.Config.DiskDir, 0o755); err != nil {
+				return fmt.Errorf("disk directory: %w", err)
+			}
+			tb.MadeDiskDir = true
+		}
+		return tb.save()
 	}
 	if _, err := run(ctx, "mount", "-t", "tmpfs", "-o", "size="+strconv.Itoa(tb.Config.DataMB)+"m", tb.Config.Prefix+"data", dir); err != nil {
 		return err
@@ -118,6 +135,16 @@ func (tb *Testbed) addHost(ctx context.Context, server bool, i int) error {
 		return fmt.Errorf("host %s: %w", name, err)
 	}
 	h.Cgroup = cg
+	if server && tb.Config.Disk == DiskLoop {
+		if err := tb.save(); err != nil {
+			return err
+		}
+		d, err := newDisk(ctx, tb.Config.DiskDir, h.NS, filepath.Join(tb.Mount, name), tb.Config.DiskMB, tb.Config.DiskLimits, cg)
+		if err != nil {
+			return fmt.Errorf("host %s: disk: %w", name, err)
+		}
+		h.Disk = d
+	}
 	return tb.save()
 }
 
@@ -156,9 +183,22 @@ func (tb *Testbed) Down(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if tb.Mount != "" {
+	for _, h := range tb.Hosts {
+		if h.Disk != nil {
+			errs = append(errs, h.Disk.remove(ctx))
+		}
+	}
+	if tb.Mount != "" && tb.Config.Disk != DiskLoop {
 		if err := syscall.Unmount(tb.Mount, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
 			errs = append(errs, fmt.Errorf("unmount %s: %w", tb.Mount, err))
+		}
+	}
+	if err := tb.Dirty.restore(); err != nil {
+		errs = append(errs, err)
+	}
+	if tb.MadeDiskDir {
+		if err := os.Remove(tb.Config.DiskDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("disk directory: %w", err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
