@@ -27,7 +27,15 @@ func New(client func() *http.Client) *Transport { return &Transport{client: clie
 
 var _ files.Peers = (*Transport)(nil)
 
+// expectContinueFrom is the size from which a forwarded write waits for
+// the holder's "100 Continue" before sending its body.
+const expectContinueFrom = 64 << 10
+
 func (t *Transport) do(ctx context.Context, method, peer, route string, q url.Values, body io.Reader, size int64) (*http.Response, error) {
+	return t.doHeader(ctx, method, peer, route, q, nil, body, size)
+}
+
+func (t *Transport) doHeader(ctx context.Context, method, peer, route string, q url.Values, hdr http.Header, body io.Reader, size int64) (*http.Response, error) {
 	u := "http://" + peer + route
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -38,6 +46,9 @@ func (t *Transport) do(ctx context.Context, method, peer, route string, q url.Va
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return nil, err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	if body != nil {
 		req.ContentLength = size
@@ -124,7 +135,15 @@ func (t *Transport) Read(ctx context.Context, peer, path string, o files.OpenOpt
 // Put implements files.Peers: PUT /peer/files/write.
 func (t *Transport) Put(ctx context.Context, peer, path string, body io.Reader, o files.PutOptions) (files.Info, error) {
 	q := writeQuery(path, o.Hops, o.Cond, o.IdempotencyKey)
-	resp, err := t.do(ctx, http.MethodPut, peer, "/peer/files/write", q, body, o.Size)
+	// A large body waits for the holder's "100 Continue": a write it
+	// refuses at once (a failed condition, the right gone elsewhere) is
+	// then not uploaded across the cluster for nothing. A small one goes
+	// at once, sparing the round trip.
+	var hdr http.Header
+	if o.Size < 0 || o.Size >= expectContinueFrom {
+		hdr = http.Header{"Expect": {"100-continue"}}
+	}
+	resp, err := t.doHeader(ctx, http.MethodPut, peer, "/peer/files/write", q, hdr, body, o.Size)
 	if err != nil {
 		return files.Info{}, err
 	}
