@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/mure-dev/mure/client"
+	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/node"
 )
 
 var (
@@ -363,20 +365,8 @@ func (c *ProcCluster) Client(nodes ...int) *client.Client {
 	return client.New(addrs)
 }
 
-// procStatus is the part of GET /status the helper reads.
-type procStatus struct {
-	Node struct {
-		ID string `json:"id"`
-	} `json:"node"`
-	Leader  string `json:"leader"`
-	Members []struct {
-		ID    string `json:"id"`
-		State string `json:"state"`
-		Raft  string `json:"raft"`
-	} `json:"members"`
-}
-
-func (c *ProcCluster) status(i int) (*procStatus, error) {
+// status reads node i's GET /status, the document node.Status describes.
+func (c *ProcCluster) status(i int) (*node.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.nodes[i].http+"/status", nil)
@@ -388,7 +378,7 @@ func (c *ProcCluster) status(i int) (*procStatus, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /status on node %d: %s", i, resp.Status)
 	}
-	var st procStatus
+	var st node.Status
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return nil, err
 	}
@@ -437,7 +427,7 @@ func (c *ProcCluster) waitMembers(n int) {
 			}
 			active := 0
 			for _, m := range st.Members {
-				if m.State == "active" && (m.Raft == "voter" || m.Raft == "nonvoter") {
+				if m.State == meta.NodeActive && (m.Suffrage == "voter" || m.Suffrage == "nonvoter") {
 					active++
 				}
 			}
