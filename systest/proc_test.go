@@ -164,8 +164,13 @@ func readAll(ctx context.Context, cl *client.Client, path string) (string, error
 	return string(b), err
 }
 
-func TestProcKillLeader(t *testing.T) {
-	c := testcluster.StartProc(t, 3)
+// The leader is killed and comes back, on processes (SIGKILL) and in
+// process (Close): the same scenario through testcluster.Verbs.
+func TestProcKillLeader(t *testing.T) { killLeader(t, testcluster.StartProc(t, 3)) }
+
+func TestKillLeader(t *testing.T) { killLeader(t, testcluster.Start(t, 3)) }
+
+func killLeader(t *testing.T, c testcluster.Verbs) {
 	ctx := procCtx(t, 40*time.Second)
 	put(t, c.Client(), "a", "A")
 	old := c.Leader()

@@ -34,6 +34,7 @@ type Node struct {
 	Index int
 	Dir   string
 	cfg   node.Config
+	id    string // kept while the node is down
 }
 
 // Options tune a test cluster.
@@ -115,7 +116,11 @@ func (c *Cluster) startNode(nd *Node) {
 		c.t.Fatalf("start node %d: %v", nd.Index, err)
 	}
 	nd.Node = n
+	nd.id = n.ID()
 }
+
+// ID returns node i's ID (also while it is down).
+func (c *Cluster) ID(i int) string { return c.Nodes[i].id }
 
 // Kill takes node i down without leaving the cluster: the others see it
 // fail. In process, that is the nearest to a crash: the node is closed

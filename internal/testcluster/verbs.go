@@ -24,6 +24,8 @@ type Verbs interface {
 	Client(nodes ...int) *client.Client
 	// HTTPAddr is node i's client API address.
 	HTTPAddr(i int) string
+	// ID is node i's ID.
+	ID(i int) string
 }
 
 var (
