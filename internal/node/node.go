@@ -83,16 +83,11 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	n := &Node{cfg: cfg, left: make(chan struct{}), reg: prometheus.NewRegistry(), routes: http.NewServeMux(), peerRoutes: http.NewServeMux()}
-	var closers []func()
 	defer func() {
 		if err != nil {
-			if serr := n.svcs.stop(context.Background()); serr != nil {
-				err = errors.Join(err, serr)
+			if terr := n.teardown(context.Background()); terr != nil {
+				err = errors.Join(err, terr)
 			}
-			for i := len(closers) - 1; i >= 0; i-- {
-				closers[i]()
-			}
-			n.wg.Wait()
 		}
 	}()
 
@@ -119,21 +114,18 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("peer port %s: %w", cfg.PeerAddr, err)
 	}
-	closers = append(closers, func() { n.mux.Close() })
 	if cfg.DebugFaults {
 		n.mux.EnableFaults()
 	}
 	if err := n.listenClient(); err != nil {
 		return nil, err
 	}
-	closers = append(closers, n.closeClientListeners)
 	n.api = newAPIService(n, key)
 
 	n.st, err = store.Open(filepath.Join(cfg.DataDir, "store"), store.Options{NoSync: cfg.NoSync, CacheBytes: cfg.CacheBytes, FS: cfg.StoreFS})
 	if err != nil {
 		return nil, err
 	}
-	closers = append(closers, func() { n.st.Close() })
 
 	n.files = &filesService{st: n.st, cfg: files.Config{MaxBody: cfg.MaxBody, UnsafeReads: cfg.DebugUnsafeReads, Explain: cfg.DebugFaults,
 		ScrubPeriod: cfg.ScrubPeriod, ScrubRate: float64(cfg.ScrubRate)}}
@@ -147,7 +139,6 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	closers = append(closers, func() { n.cl.Close() })
 	if id.ClusterID == "" {
 		id.ClusterID = n.cl.ClusterID()
 	}
@@ -159,7 +150,6 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.peerSrv = &http.Server{Handler: n.peerHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog()}
 	n.httpSrv = &http.Server{Handler: n.clientHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: discardLog(),
 		ConnState: n.countConn}
-	closers = append(closers, func() { _ = n.peerSrv.Close() })
 	all, err := n.buildServices(key)
 	if err != nil {
 		return nil, err
@@ -311,16 +301,37 @@ func (n *Node) Left() <-chan struct{} { return n.left }
 // the services' errors, joined; later calls return the same.
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() {
-		err := n.svcs.stop(ctx)
-		if n.pprof != nil {
-			_ = n.pprof.Close()
-		}
-		_ = n.peerSrv.Shutdown(ctx)
-		err = errors.Join(err, n.cl.Close(), n.st.Close())
-		n.mux.Close()
-		n.wg.Wait()
-		n.closeErr = err
-		n.log.Info("node stopped", "err", err)
+		n.closeErr = n.teardown(ctx)
+		n.log.Info("node stopped", "err", n.closeErr)
 	})
 	return n.closeErr
+}
+
+// teardown stops whatever Open started, in reverse order: the services,
+// then the profiler, the peer API, the cluster seat, the store, the client
+// ports (closed already when the api service ran) and the peer port. It is
+// both Close and the unwinding of a failed Open, so it skips what was not
+// started. It returns the errors of the services, the seat and the store.
+func (n *Node) teardown(ctx context.Context) error {
+	err := n.svcs.stop(ctx)
+	if n.pprof != nil {
+		_ = n.pprof.Close()
+	}
+	if n.peerSrv != nil {
+		_ = n.peerSrv.Shutdown(ctx)
+	}
+	if n.cl != nil {
+		err = errors.Join(err, n.cl.Close())
+	}
+	if n.st != nil {
+		err = errors.Join(err, n.st.Close())
+	}
+	if n.httpLn != nil {
+		n.closeClientListeners()
+	}
+	if n.mux != nil {
+		n.mux.Close()
+	}
+	n.wg.Wait()
+	return err
 }
