@@ -77,35 +77,12 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Apps, error)
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if cfg.CGITimeout < 0 {
-		return nil, fmt.Errorf("--cgi-timeout must be positive, not %s", cfg.CGITimeout)
-	}
-	if cfg.CGITimeout == 0 {
-		cfg.CGITimeout = DefaultCGITimeout
-	}
-	if cfg.CGIDir != "" {
-		dir, err := checkDir(cfg.CGIDir)
-		if err != nil {
-			return nil, err
-		}
-		cfg.CGIDir = dir
-	}
-	if cfg.CGIMaxRunning < 0 {
-		return nil, fmt.Errorf("--cgi-max-running must be positive, not %d", cfg.CGIMaxRunning)
-	}
-	if cfg.CGIMaxRunning == 0 {
-		cfg.CGIMaxRunning = DefaultCGIMaxRunning()
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
 	}
 	a := &Apps{cfg: cfg, log: log, m: newMetrics(reg), slots: make(chan struct{}, cfg.CGIMaxRunning)}
-	seen := map[string]bool{}
 	for _, p := range cfg.Proxies {
-		if err := p.validate(); err != nil {
-			return nil, fmt.Errorf("--app %s=%s: %w", p.Prefix, p.Target, err)
-		}
-		if seen[p.Prefix] {
-			return nil, fmt.Errorf("--app %s: the prefix is given twice", p.Prefix)
-		}
-		seen[p.Prefix] = true
 		a.proxies = append(a.proxies, a.newProxy(p))
 	}
 	a.closing, a.stop = context.WithCancel(context.Background())
@@ -127,6 +104,40 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Apps, error)
 		log.Info("serving app", "prefix", p.Prefix, "target", p.Target.String())
 	}
 	return a, nil
+}
+
+// normalize fills cfg's defaults and checks it: the errors name the flags.
+func (cfg Config) normalize() (Config, error) {
+	if cfg.CGITimeout < 0 {
+		return cfg, fmt.Errorf("--cgi-timeout must be positive, not %s", cfg.CGITimeout)
+	}
+	if cfg.CGITimeout == 0 {
+		cfg.CGITimeout = DefaultCGITimeout
+	}
+	if cfg.CGIDir != "" {
+		dir, err := checkDir(cfg.CGIDir)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.CGIDir = dir
+	}
+	if cfg.CGIMaxRunning < 0 {
+		return cfg, fmt.Errorf("--cgi-max-running must be positive, not %d", cfg.CGIMaxRunning)
+	}
+	if cfg.CGIMaxRunning == 0 {
+		cfg.CGIMaxRunning = DefaultCGIMaxRunning()
+	}
+	seen := map[string]bool{}
+	for _, p := range cfg.Proxies {
+		if err := p.validate(); err != nil {
+			return cfg, fmt.Errorf("--app %s=%s: %w", p.Prefix, p.Target, err)
+		}
+		if seen[p.Prefix] {
+			return cfg, fmt.Errorf("--app %s: the prefix is given twice", p.Prefix)
+		}
+		seen[p.Prefix] = true
+	}
+	return cfg, nil
 }
 
 // checkDir returns dir made absolute, or an error naming the flag.

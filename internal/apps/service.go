@@ -12,8 +12,15 @@ type Service struct {
 	apps *Apps
 }
 
-// NewService returns the apps service for cfg; Start checks cfg.
-func NewService(cfg Config) *Service { return &Service{cfg: cfg} }
+// NewService returns the apps service for cfg, whose defaults are filled
+// and which is checked now, before the node opens any port.
+func NewService(cfg Config) (*Service, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg}, nil
+}
 
 // Name implements node.Service.
 func (s *Service) Name() string { return "apps" }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/mure-dev/mure/internal/service"
@@ -13,14 +14,19 @@ import (
 // ("single_address"): the agent, and the client API served on the
 // cluster address.
 type Service struct {
-	cfg   Config
-	serve string                // the cluster address and port the client API answers on
-	agent atomic.Pointer[Agent] // set by Start; read by the front door's role callback
+	cfg     Config
+	synPort int                   // UDP port of every node's agent, on its peer host
+	serve   string                // the cluster address and port the client API answers on
+	agent   atomic.Pointer[Agent] // set by Start; read by the front door's role callback
 }
 
-// NewService returns the single-address service: the agent of cfg, and
-// the client API served at addr (the cluster address and port).
-func NewService(cfg Config, addr string) *Service { return &Service{cfg: cfg, serve: addr} }
+// NewService returns the single-address service: the agent of cfg, which
+// listens for forwarded SYNs on synPort of the node's peer host, and the
+// client API served at addr (the cluster address and port). Start fills
+// cfg's Self, Listen and Logger.
+func NewService(cfg Config, synPort int, addr string) *Service {
+	return &Service{cfg: cfg, synPort: synPort, serve: addr}
+}
 
 // Name implements node.Service.
 func (s *Service) Name() string { return "single_address" }
@@ -29,7 +35,11 @@ func (s *Service) Name() string { return "single_address" }
 // serves the client API on the cluster address.
 func (s *Service) Start(ctx context.Context, env service.Env) error {
 	cfg := s.cfg
-	cfg.Logger = env.Logger
+	host, _, err := net.SplitHostPort(env.PeerAddr)
+	if err != nil {
+		return fmt.Errorf("single-address mode: peer address %q: %w", env.PeerAddr, err)
+	}
+	cfg.Self, cfg.Listen, cfg.Logger = env.NodeID, net.JoinHostPort(host, strconv.Itoa(s.synPort)), env.Logger
 	a, err := Start(ctx, cfg)
 	if err != nil {
 		return err

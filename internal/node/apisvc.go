@@ -23,12 +23,19 @@ import (
 type apiService struct {
 	n     *Node
 	key   transport.Key
-	local *frontdoor.LocalListener
+	local atomic.Pointer[frontdoor.LocalListener]
 	fast  atomic.Pointer[filehttp.FastLane]
 }
 
-func newAPIService(n *Node, key transport.Key) *apiService {
-	return &apiService{n: n, key: key, local: frontdoor.NewLocalListener(n.httpLn.Addr())}
+func newAPIService(n *Node, key transport.Key) *apiService { return &apiService{n: n, key: key} }
+
+// deliver hands a connection the front door sent to this very node to the
+// client API's server (false: not serving).
+func (a *apiService) deliver(c net.Conn) bool {
+	if l := a.local.Load(); l != nil {
+		return l.Deliver(c)
+	}
+	return false
 }
 
 func (a *apiService) Name() string { return "api" }
@@ -44,7 +51,9 @@ func (a *apiService) Start(_ context.Context, _ service.Env) error {
 	if n.cfg.Front != nil {
 		// Connections the policy sends to this node itself go to its own
 		// server without a relay.
-		n.serve(n.httpSrv, a.local)
+		local := frontdoor.NewLocalListener(n.httpLn.Addr())
+		a.local.Store(local)
+		n.serve(n.httpSrv, local)
 	}
 	if n.fastLn != nil {
 		fast := filehttp.NewFastLane(n.files.svc.Load(), n.advertiseHTTP(), n.cfg.Token, max(n.cfg.MaxInFlight, 256)*16)

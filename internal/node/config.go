@@ -92,7 +92,10 @@ type Config struct {
 	// Front, when set, gives this node a front door (docs/dispatch.md): it
 	// opens Front.Addr whenever it holds the dispatcher role. Key and
 	// Logger are filled by the node.
-	Front  *frontdoor.Config
+	Front *frontdoor.Config
+	// Extra services are started after the built-in ones (and stopped
+	// before them): a program embedding a node, or a test.
+	Extra  []Service
 	Timing cluster.Timing
 	Logger *slog.Logger
 }

@@ -109,6 +109,12 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.NewKey = created
 	n.id = id
 	n.log = cfg.Logger.With("node", id.NodeID)
+	// Every service's configuration is checked before a port opens.
+	n.api = newAPIService(n, key)
+	all, err := n.buildServices(key)
+	if err != nil {
+		return nil, err
+	}
 
 	n.mux, err = transport.Listen(transport.Config{BindAddr: cfg.PeerAddr, AdvertiseAddr: cfg.Advertise, Key: key, Logger: n.log.With("part", "transport")})
 	if err != nil {
@@ -120,15 +126,13 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := n.listenClient(); err != nil {
 		return nil, err
 	}
-	n.api = newAPIService(n, key)
 
 	n.st, err = store.Open(filepath.Join(cfg.DataDir, "store"), store.Options{NoSync: cfg.NoSync, CacheBytes: cfg.CacheBytes, FS: cfg.StoreFS})
 	if err != nil {
 		return nil, err
 	}
 
-	n.files = &filesService{st: n.st, cfg: files.Config{MaxBody: cfg.MaxBody, UnsafeReads: cfg.DebugUnsafeReads, Explain: cfg.DebugFaults,
-		ScrubPeriod: cfg.ScrubPeriod, ScrubRate: float64(cfg.ScrubRate)}}
+	n.files.st = n.st
 	n.load = hostload.Open()
 	sampler := &loadSampler{r: n.load, conns: n.openConns}
 	n.cl, err = cluster.Open(ctx, cluster.Config{
@@ -150,11 +154,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.peerSrv = &http.Server{Handler: n.peerHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog()}
 	n.httpSrv = &http.Server{Handler: n.clientHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: discardLog(),
 		ConnState: n.countConn}
-	all, err := n.buildServices(key)
-	if err != nil {
-		return nil, err
-	}
-	env := service.Env{NodeID: id.NodeID, Routes: n.routes, PeerRoutes: n.peerRoutes, Metrics: n.reg, Logger: n.log,
+	env := service.Env{NodeID: id.NodeID, PeerAddr: n.mux.Addr(), Routes: n.routes, PeerRoutes: n.peerRoutes, Metrics: n.reg, Logger: n.log,
 		Cluster: n.cl, Serve: func(ln net.Listener) { n.serve(n.httpSrv, ln) }}
 	if err := n.svcs.start(ctx, env, all...); err != nil {
 		return nil, err
@@ -167,22 +167,26 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	return n, nil
 }
 
-// buildServices returns the configured services in start order: files and
-// apps mount their routes, then the peer and client APIs open (api), then
-// the front door and the single-address agent, which hand connections to
-// the client API.
+// buildServices returns the configured services in start order, their
+// configurations checked: files and apps mount their routes, then the peer
+// and client APIs open (api), then the front door and the single-address
+// agent, which hand connections to the client API, then Config.Extra.
 func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 	cfg := n.cfg
-	all := []Service{n.files,
-		apps.NewService(apps.Config{CGIDir: cfg.CGIDir, CGITimeout: cfg.CGITimeout, CGINice: cfg.CGINice, CGIMaxRunning: cfg.CGIMaxRunning,
-			Proxies: cfg.Apps, Token: cfg.Token}),
-		n.api}
+	n.files = &filesService{cfg: files.Config{MaxBody: cfg.MaxBody, UnsafeReads: cfg.DebugUnsafeReads, Explain: cfg.DebugFaults,
+		ScrubPeriod: cfg.ScrubPeriod, ScrubRate: float64(cfg.ScrubRate)}}
+	a, err := apps.NewService(apps.Config{CGIDir: cfg.CGIDir, CGITimeout: cfg.CGITimeout, CGINice: cfg.CGINice, CGIMaxRunning: cfg.CGIMaxRunning,
+		Proxies: cfg.Apps, Token: cfg.Token})
+	if err != nil {
+		return nil, err
+	}
+	all := []Service{n.files, a, n.api}
 	if cfg.Front == nil {
-		return all, nil
+		return append(all, cfg.Extra...), nil
 	}
 	fc := *cfg.Front
 	fc.Key = key.HandoverKey()
-	fc.Local = n.api.local.Deliver
+	fc.Local = n.api.deliver
 	fc.PolicyOverride = func() (p string) {
 		n.cl.FSM().Read(func(st *meta.State) { p = dispatch.PolicySetting(st.Config()) })
 		return p
@@ -204,7 +208,7 @@ func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 		}
 		all = append(all, n.single)
 	}
-	return all, nil
+	return append(all, cfg.Extra...), nil
 }
 
 // Parts returns the state machine's namespaces besides the core. Every

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
 	"net/http"
 	"slices"
 	"strings"
@@ -136,24 +139,78 @@ func TestOpenClose(t *testing.T) {
 	}
 }
 
-// A service that cannot start (apps, with a CGI directory that does not
-// exist) fails Open with its name, and what had started is stopped: the
-// same data directory (its raft store, its blob store) opens again at once.
-func TestOpenUnwindsFailedStart(t *testing.T) {
+// A service's bad configuration (apps: a CGI directory that does not
+// exist) fails Open before any port opens or the cluster is joined.
+func TestOpenChecksConfigFirst(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.CGIDir = "/nonexistent/cgi"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	_, err := Open(ctx, cfg)
-	if err == nil || !strings.Contains(err.Error(), "start apps") || !strings.Contains(err.Error(), "does not exist") {
-		t.Fatalf("Open: %v; want the apps' start error", err)
+	if err == nil || !strings.Contains(err.Error(), "--cgi-dir /nonexistent/cgi does not exist") {
+		t.Fatalf("Open: %v; want the apps' configuration error", err)
 	}
-	cfg.CGIDir = ""
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "raft")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the cluster seat was opened before the configuration was checked: %v", err)
+	}
+}
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// A service that fails to start fails Open with its name, and everything
+// started before it is stopped: the services in reverse, the client port,
+// the cluster seat, the store. The same data directory and port open again
+// at once.
+func TestOpenUnwindsFailedStart(t *testing.T) {
+	var log []string
+	cfg := testConfig(t)
+	cfg.HTTPAddr = freeAddr(t)
+	cfg.Extra = []Service{&recorder{name: "fine", log: &log}, &recorder{name: "broken", log: &log, startErr: errors.New("boom")}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := Open(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), "start broken: boom") {
+		t.Fatalf("Open: %v; want the broken service's start error", err)
+	}
+	if want := []string{"start fine", "start broken", "stop fine"}; !slices.Equal(log, want) {
+		t.Fatalf("services: %v, want %v", log, want)
+	}
+	if _, err := http.Get("http://" + cfg.HTTPAddr + "/healthz"); err == nil {
+		t.Fatal("the client API still answers after the failed Open")
+	}
+	cfg.Extra = nil
 	n, err := Open(ctx, cfg)
 	if err != nil {
 		t.Fatalf("reopen after the failed start: %v", err)
 	}
 	if err := n.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Close returns the services' stop errors, each naming its service.
+func TestCloseReturnsStopErrors(t *testing.T) {
+	var log []string
+	cfg := testConfig(t)
+	cfg.Extra = []Service{&recorder{name: "leaky", log: &log, stopErr: errors.New("still busy")}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	n, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.serviceNames(); !slices.Equal(got, []string{"files", "apps", "api", "leaky"}) {
+		t.Fatalf("services %v", got)
+	}
+	if err := n.Close(ctx); err == nil || !strings.Contains(err.Error(), "stop leaky: still busy") {
+		t.Fatalf("Close: %v; want the stop error", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 
 	"github.com/mure-dev/mure/internal/dsc"
 	"github.com/mure-dev/mure/internal/frontdoor"
@@ -31,17 +30,15 @@ func (n *Node) singleAddress(fc frontdoor.Config, key []byte) (*dsc.Service, err
 	if port == 0 {
 		port = DefaultSYNPort
 	}
-	host, _, _ := net.SplitHostPort(n.mux.Addr())
 	door := func() *frontdoor.Door { return n.door.Door() }
 	return dsc.NewService(dsc.Config{
-		Addr: prefix, Port: ap.Port(), Iface: fc.VIPIface,
-		Listen: net.JoinHostPort(host, strconv.Itoa(port)), Key: key, Self: n.ID(), SYNPath: fc.SYNPath,
+		Addr: prefix, Port: ap.Port(), Iface: fc.VIPIface, Key: key, SYNPath: fc.SYNPath,
 		Nodes:      n.singleAddressNodes,
 		Policy:     func() string { return door().Policy() },
 		Down:       func(id string) bool { return door().Down(id) },
 		Choose:     func(c netip.AddrPort) (string, bool) { return door().Choose(c) },
 		Recognised: func() string { id, _ := n.cl.Dispatcher(); return id },
-	}, fc.Addr), nil
+	}, port, fc.Addr), nil
 }
 
 // singleAddressNodes is the single-address agent's view of the cluster: the

@@ -16,6 +16,9 @@ import (
 type Env struct {
 	// NodeID is this node's ID.
 	NodeID string
+	// PeerAddr is this node's advertised peer address (host:port): other
+	// nodes reach it at that host.
+	PeerAddr string
 	// Routes is the client API: a service mounts its paths here (the node
 	// adds authentication, admission and instrumentation around it).
 	Routes *http.ServeMux
