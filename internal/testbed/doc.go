@@ -4,15 +4,17 @@
 // A host is a network namespace with one veth link to a private bridge; the
 // link is shaped both ways by a token bucket (tc tbf) and the host's
 // processes run in a cgroup with a CPU quota and its own memory accounting.
-// Server hosts run one mure node each, joined into one cluster; client
+// Server hosts run one mure node each, joined into one cluster, on a disk
+// of their own: an ext4 image on the machine's disk, attached to a loop
+// device with direct I/O and throttled on that device (disk.go); client
 // hosts run load generators (mure bench) through Exec.
 //
 // Everything the testbed creates carries its prefix (default "mure-"):
 // namespaces <prefix><host>, the bridge <prefix>br, the bridge-side veth
 // ends <prefix><host>, with a hub (Config.Hub) the hub bridge <prefix>hub
 // and its veth ends <prefix><host>h, cgroups <prefix><host> under the
-// cgroup of the process that made them, and a tmpfs holding the nodes' data under the
-// state directory. The subnet (default 10.77.0.0/24) has no route, NAT or
+// cgroup of the process that made them, disk images <prefix><host>.img (or,
+// with DiskTmpfs, a tmpfs <prefix>data holding every node's data). The subnet (default 10.77.0.0/24) has no route, NAT or
 // forwarding to any real interface: hosts have no default route, so they
 // reach only each other and the bridge's own address (.1), from which the
 // root namespace watches the nodes. Up refuses a subnet already in use.
@@ -22,5 +24,6 @@
 // Down removes what the state names; Teardown also sweeps everything with
 // the prefix, for leftovers of a crashed run.
 //
-// Needs root, iproute2 (ip, tc) and cgroups (v1 or v2); loss needs iptables.
+// Needs root, iproute2 (ip, tc), util-linux (nsenter, losetup), e2fsprogs
+// (mkfs.ext4) and cgroups (v1 or v2); loss needs iptables.
 package testbed

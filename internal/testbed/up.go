@@ -197,7 +197,8 @@ func (tb *Testbed) Down(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if tb.MadeDiskDir {
-		if err := os.Remove(tb.Config.DiskDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		// another testbed (another prefix) may keep its images there too
+		if err := os.Remove(tb.Config.DiskDir); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) {
 			errs = append(errs, fmt.Errorf("disk directory: %w", err))
 		}
 	}

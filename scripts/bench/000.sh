@@ -4,6 +4,9 @@
 #   scripts/bench/000.sh quick   # 4K, 64K, 1M; 3 runs each (~12 minutes)
 #   scripts/bench/000.sh full    # 1K..4M; 8 runs at 4K/64K/1M, 3 at the others (~1 hour)
 # Results: docs/bench/000/*.json, charts in docs/img/000-*.png.
+# The nodes' data are on one shared tmpfs (--disk tmpfs), as when the figures in
+# docs/benchmarks.md were measured; DISK=loop gives each server a disk of its own
+# (docs/testbed.md), and scripts/bench/000-disk.sh compares the two.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mode=${1:-quick}
@@ -23,7 +26,7 @@ trap '"$bin" testbed down >/dev/null 2>&1 || true' EXIT INT TERM
 up() {
   "$bin" testbed down >/dev/null 2>&1 || true
   "$bin" testbed up --servers "$1" --clients 4 --server-link 100mbit --client-link 150mbit \
-    --server-cpu 0.2 --client-cpu 0.2 --data-size 12000
+    --server-cpu 0.2 --client-cpu 0.2 --disk "${DISK:-tmpfs}" --data-size 12000
   "$bin" config set durability "$2" --node 10.77.0.11:7946
   "$bin" config set replication.rate 0 --node 10.77.0.11:7946 # the links are the limit here
 }
