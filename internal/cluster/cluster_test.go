@@ -175,10 +175,14 @@ func TestClusterRefusesUnsupportedNamespace(t *testing.T) {
 		}
 		return true
 	})
-	for _, s := range seats {
+	for i, s := range seats {
 		res, err := s.c.ApplyOp(ctxT(t), metatest.AddOp("hits", 1))
 		if err != nil || res.Err != nil {
 			t.Fatalf("add through %s: %v %v", s.c.NodeID(), err, res)
+		}
+		// The part's answer crosses the wire from the leader as it is.
+		if want := fmt.Sprint(i + 1); string(res.Data) != want {
+			t.Fatalf("add through %s answered %q, want %s", s.c.NodeID(), res.Data, want)
 		}
 	}
 	for _, s := range seats {

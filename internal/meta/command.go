@@ -127,6 +127,9 @@ type Result struct {
 	// Version is then the version that write produced.
 	Duplicate bool   `json:"duplicate,omitempty"`
 	Version   uint64 `json:"version,omitempty"`
+	// Data is a part's answer to an op, in the part's own encoding (nil
+	// for core commands); it crosses the wire as it is.
+	Data json.RawMessage `json:"data,omitempty"`
 	// Err is the state machine's decision when the command was refused.
 	Err error `json:"-"`
 	// ErrMsg carries Err across the wire; see Error().

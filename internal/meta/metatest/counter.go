@@ -53,7 +53,8 @@ func (c *Counter) Apply(idx uint64, op meta.Op) *meta.Result {
 			return &meta.Result{Err: fmt.Errorf("%w: add needs a name", meta.ErrBadCommand)}
 		}
 		c.values[a.Name] += a.By
-		return &meta.Result{Version: uint64(c.values[a.Name])}
+		b, _ := json.Marshal(c.values[a.Name])
+		return &meta.Result{Data: b}
 	case "reset":
 		clear(c.values)
 		return &meta.Result{}
