@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mure-dev/mure/internal/apps"
+	"github.com/mure-dev/mure/internal/auth"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/dispatch"
 	"github.com/mure-dev/mure/internal/dsc"
@@ -214,7 +215,7 @@ func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 // Parts returns the state machine's namespaces besides the core. Every
 // binary registers every one, whatever its configuration
 // (docs/decisions/0012-versioned-namespaces.md).
-func Parts() []meta.Part { return nil }
+func Parts() []meta.Part { return []meta.Part{auth.NewPart()} }
 
 func (n *Node) serve(srv *http.Server, ln net.Listener) {
 	n.wg.Add(1)

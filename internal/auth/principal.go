@@ -1,0 +1,78 @@
+package auth
+
+import "strings"
+
+// Action is what a request does, for authorization.
+type Action int
+
+// Actions, from least to most powerful.
+const (
+	// Read reads files (GET, HEAD, listings) under a path.
+	Read Action = iota
+	// Write writes or deletes files under a path.
+	Write
+	// Admin changes the cluster: settings, members, users, tokens, keys.
+	Admin
+)
+
+func (a Action) String() string {
+	switch a {
+	case Read:
+		return "read"
+	case Write:
+		return "write"
+	}
+	return "admin"
+}
+
+// Via says how a principal authenticated.
+const (
+	ViaToken       = "token"
+	ViaPassword    = "password"
+	ViaAccessKey   = "access_key"
+	ViaStaticToken = "static_token" // the deprecated --token
+	ViaAnonymous   = "anonymous"
+)
+
+// Principal is who a request acts for, and what it may do.
+type Principal struct {
+	// User is the user's name ("" for the anonymous caller).
+	User string
+	// Via is how it authenticated (ViaToken, ...); Credential names the
+	// token or key used.
+	Via, Credential string
+	Admin           bool
+	Grants          []Grant
+}
+
+// Anonymous is the caller without credentials, with the grants the node
+// opens to everyone (--anonymous-read).
+func Anonymous(grants []Grant) Principal {
+	return Principal{Via: ViaAnonymous, Grants: grants}
+}
+
+// Allowed reports whether the principal may do a on path (a file key;
+// ignored for Admin). An admin may do everything; a grant covers the keys
+// that start with its prefix, and a write grant covers reads.
+func (p Principal) Allowed(a Action, path string) bool {
+	if p.Admin {
+		return true
+	}
+	if a == Admin {
+		return false
+	}
+	for _, g := range p.Grants {
+		if strings.HasPrefix(path, g.Prefix) && (a == Read || g.Write) {
+			return true
+		}
+	}
+	return false
+}
+
+// Name is the principal as audit logs and errors show it.
+func (p Principal) Name() string {
+	if p.User == "" {
+		return "anonymous"
+	}
+	return p.User
+}
