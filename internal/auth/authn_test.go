@@ -40,8 +40,7 @@ func TestAuthenticate(t *testing.T) {
 		{"access key", func() (auth.Principal, error) { return a.Basic(s.keyID, s.keySecret) }, nil, "alice", auth.ViaAccessKey, false},
 		{"wrong key secret", func() (auth.Principal, error) { return a.Basic(s.keyID, s.keySecret+"x") }, auth.ErrUnauthenticated, "", "", false},
 		{"key under another cluster key", func() (auth.Principal, error) {
-			b := *a
-			b.Sealer = otherKey
+			b := &auth.Authenticator{Records: w.fsm, Sealer: otherKey, Params: auth.TestHashParams()}
 			return b.Basic(s.keyID, s.keySecret)
 		}, auth.ErrSeal, "", "", false},
 	}
