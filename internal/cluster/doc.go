@@ -6,5 +6,7 @@
 // them.
 //
 // It knows nothing about files: the file protocol hooks into Apply through
-// Config.Barrier.
+// Config.Barrier. Other namespaces' ops go through ApplyOp; every node
+// gossips which namespace versions it applies, and the leader refuses an
+// op a voter does not support.
 package cluster

@@ -16,4 +16,12 @@
 //     record their fresh copies with Replica.
 //   - Delete leaves a tombstone so that a node that missed it cannot bring
 //     the file back.
+//
+// Those commands (Command) are the core namespace. Other kinds of records
+// are namespaces of their own: a Part registered with NewFSM applies its
+// Ops and writes its own snapshot section. Nodes advertise the namespace
+// versions they apply (Supports) and the leader refuses what a voter does
+// not support (CheckSupported). Settings are registered by the packages
+// that own them (RegisterSetting). See
+// docs/decisions/0012-versioned-namespaces.md.
 package meta
