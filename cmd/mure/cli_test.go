@@ -285,9 +285,6 @@ func TestUsageErrors(t *testing.T) {
 // exit status 0; a mistake still exits 2.
 func TestHelpOnEverySubcommand(t *testing.T) {
 	for _, name := range commandNames() {
-		if strings.HasPrefix(commands[name].summary, "(internal)") {
-			continue
-		}
 		for _, args := range [][]string{{name, "--help"}, {name, "-h"}, {"help", name}} {
 			t.Run(strings.Join(args, " "), func(t *testing.T) {
 				var out, errOut bytes.Buffer

@@ -38,6 +38,9 @@ func positional(name string) []string {
 // verbs; file names otherwise.
 func completer(name string, cmd command) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if strings.HasPrefix(cmd.summary, "(internal)") {
+			return nil, cobra.ShellCompDirectiveNoFileComp // it reads stdin: never run it to learn its flags
+		}
 		if strings.HasPrefix(toComplete, "-") {
 			return matching(flagNames(cmd), toComplete), cobra.ShellCompDirectiveNoFileComp
 		}

@@ -128,6 +128,11 @@ func newRoot(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
 			Hidden:             strings.HasPrefix(cmd.summary, "(internal)"),
 			DisableFlagParsing: true,
 			RunE: func(_ *cobra.Command, args []string) error {
+				if wantsHelp(args) && strings.HasPrefix(cmd.summary, "(internal)") {
+					// Internal commands read their input elsewhere (stdin).
+					fmt.Fprintf(stderr, "usage: mure %s\n\n%s\n", name, cmd.summary)
+					return nil
+				}
 				err := cmd.run(ctx, args, stdout, stderr)
 				if err != nil && wantsHelp(args) && (errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp)) {
 					return nil // the usage asked for was printed
@@ -145,6 +150,10 @@ func newRoot(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
 
 // helpOf prints a command's usage, as its own -h does.
 func helpOf(ctx context.Context, name string, cmd command, stderr io.Writer) error {
+	if strings.HasPrefix(cmd.summary, "(internal)") {
+		fmt.Fprintf(stderr, "usage: mure %s\n\n%s\n", name, cmd.summary)
+		return nil
+	}
 	err := cmd.run(ctx, []string{"-h"}, io.Discard, stderr)
 	if err == nil || errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
 		return nil
