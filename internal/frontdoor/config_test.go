@@ -32,3 +32,25 @@ func TestConfigRejects(t *testing.T) {
 		})
 	}
 }
+
+// The service checks its configuration when built, before the node opens
+// anything.
+func TestNewServiceChecksConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"defaults", Config{Addr: "127.0.0.1:0"}, true},
+		{"no port", Config{Addr: "127.0.0.1"}, false},
+		{"bad mode", Config{Addr: "127.0.0.1:0", Mode: "teleport"}, false},
+		{"bad policy", Config{Addr: "127.0.0.1:0", Policy: "fastest"}, false},
+		{"half a VIP", Config{Addr: "127.0.0.1:0", VIP: "10.0.0.1/24"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := NewService(tc.cfg); (err == nil) != tc.ok {
+				t.Fatalf("NewService: %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}

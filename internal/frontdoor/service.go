@@ -2,8 +2,13 @@ package frontdoor
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
 	"sync"
 
+	"github.com/mure-dev/mure/internal/dispatch"
 	"github.com/mure-dev/mure/internal/service"
 )
 
@@ -22,6 +27,12 @@ type Service struct {
 func NewService(cfg Config) (*Service, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
+	}
+	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
+		return nil, fmt.Errorf("front door address %q: %w", cfg.Addr, err)
+	}
+	if !slices.Contains(dispatch.PolicyNames, cfg.Policy) {
+		return nil, fmt.Errorf("front door policy %q: use one of %s", cfg.Policy, strings.Join(dispatch.PolicyNames, ", "))
 	}
 	return &Service{cfg: cfg}, nil
 }
