@@ -952,7 +952,7 @@ func TestCommandEncodeDecode(t *testing.T) {
 }
 
 func TestResultWireRoundTrip(t *testing.T) {
-	sentinels := []error{ErrHeld, ErrNotHolder, ErrPrecondition, ErrNotFound, ErrStale, ErrBadCommand, ErrUnknownNode}
+	sentinels := []error{ErrHeld, ErrNotHolder, ErrPrecondition, ErrNotFound, ErrStale, ErrBadCommand, ErrUnknownNode, ErrUnknownNamespace, ErrUnsupported}
 	for _, e := range sentinels {
 		t.Run(e.Error(), func(t *testing.T) {
 			r := &Result{Index: 7, Err: fmt.Errorf("%w: detail", e), File: &File{Path: "x", Version: 7}}

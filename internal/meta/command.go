@@ -140,7 +140,7 @@ type Result struct {
 var errKinds = map[string]error{
 	"held": ErrHeld, "not_holder": ErrNotHolder, "precondition": ErrPrecondition,
 	"not_found": ErrNotFound, "stale": ErrStale, "bad_command": ErrBadCommand,
-	"unknown_node": ErrUnknownNode,
+	"unknown_node": ErrUnknownNode, "unknown_namespace": ErrUnknownNamespace, "unsupported": ErrUnsupported,
 }
 
 // Wire prepares a result for sending to another node.
