@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/mure-dev/mure/internal/meta"
 )
 
 // clientLease is this node's read lease: it may answer reads from its
@@ -134,6 +137,8 @@ func (e *PeerError) Unwrap() error {
 		return ErrNotLeaseReady
 	case "refused":
 		return ErrRefused
+	case "unsupported":
+		return errors.Join(ErrRefused, meta.ErrUnsupported)
 	}
 	return nil
 }

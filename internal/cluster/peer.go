@@ -92,6 +92,8 @@ func writePeerErr(w http.ResponseWriter, err error) {
 		peerError(w, http.StatusServiceUnavailable, "not_ready", err.Error())
 	case errors.Is(err, ErrNoLeader), errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
 		peerError(w, http.StatusServiceUnavailable, "no_leader", err.Error())
+	case errors.Is(err, meta.ErrUnsupported):
+		peerError(w, http.StatusConflict, "unsupported", err.Error())
 	case errors.Is(err, ErrRefused):
 		peerError(w, http.StatusConflict, "refused", err.Error())
 	default:

@@ -134,6 +134,11 @@ func (n *Node) handleSetConfig(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	res, err := n.cl.Apply(ctx, meta.Command{Kind: meta.KindSetConfig, Key: key, Value: value})
+	if errors.Is(err, cluster.ErrRefused) {
+		// A setting of a namespace version some voter does not support.
+		api.Error(w, http.StatusConflict, api.CodeConflict, err.Error())
+		return
+	}
 	if err != nil {
 		api.Unavailable(w, 1, api.CodeNoQuorum, "cannot change the setting now: "+err.Error())
 		return
