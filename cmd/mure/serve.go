@@ -37,7 +37,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.Advertise, "advertise", "", "peer address other nodes dial, when --peer's is not reachable (IP:port)")
 	fs.StringVar(&join, "join", "", "comma-separated peer addresses of members to join (first start only)")
 	fs.StringVar(&keyFile, "key-file", "", "file holding the cluster key (a founding node's DATA/cluster.key); or set MURE_KEY")
-	fs.StringVar(&cfg.Token, "token", os.Getenv("MURE_TOKEN"), "require this bearer token on client API requests (default $MURE_TOKEN; empty: no token)")
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 256, "client requests executed at once; more wait")
 	fs.IntVar(&cfg.MaxConns, "max-conns", 10000, "client connections open at once on each client port; beyond, a new one is answered 503 at once (0: no bound)")
 	fs.IntVar(&cfg.MaxQueue, "max-queue", 1024, "client requests waiting for a slot; beyond, 503 with Retry-After")
@@ -52,6 +51,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	filesFlags(fs, &cfg)
 	appsFlags(fs, &cfg)
 	front := frontFlags(fs)
+	authDone := authFlags(fs, &cfg)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -67,6 +67,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.DataDir == "" {
 		fmt.Fprintln(stderr, "serve needs --data DIR (created if missing)")
 		return errUsage
+	}
+	if err := authDone(); err != nil {
+		fmt.Fprintf(stderr, "--anonymous-read: %v\n", err)
+		return errUsage
+	}
+	if cfg.Token != "" {
+		fmt.Fprintln(stderr, "warning: --token (MURE_TOKEN) is deprecated: it is a static admin token; make users and their tokens instead (docs/security.md)")
 	}
 	if join != "" {
 		cfg.Join = strings.Split(join, ",")

@@ -1,4 +1,4 @@
 // Package api holds the conventions every handler of mure's client API
-// shares: the JSON error envelope and its codes, JSON answers, and the
-// bearer-token check. See docs/api.md.
+// shares: the JSON error envelope and its codes and JSON answers. See
+// docs/api.md; authentication is internal/auth/authhttp.
 package api

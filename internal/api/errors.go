@@ -8,21 +8,30 @@ import (
 
 // Error codes of the client API (docs/api.md).
 const (
-	CodeBadPath       = "bad_path"
-	CodeNotFound      = "not_found"
-	CodePrecondition  = "precondition_failed"
-	CodeTooLarge      = "too_large"
-	CodeNoSpace       = "no_space"
-	CodeNoQuorum      = "no_quorum"
-	CodeUnavailable   = "unavailable"
-	CodeRedirectLoop  = "redirect_loop"
-	CodeBadRequest    = "bad_request"
-	CodeUnauthorized  = "unauthorized"
-	CodeMethod        = "method_not_allowed"
-	CodeTruncated     = "truncated"
-	CodeConflict      = "conflict"
-	CodeInternal      = "internal"
-	CodeRouteNotFound = "no_such_route"
+	CodeBadPath      = "bad_path"
+	CodeNotFound     = "not_found"
+	CodePrecondition = "precondition_failed"
+	CodeTooLarge     = "too_large"
+	CodeNoSpace      = "no_space"
+	CodeNoQuorum     = "no_quorum"
+	CodeUnavailable  = "unavailable"
+	CodeRedirectLoop = "redirect_loop"
+	CodeBadRequest   = "bad_request"
+	CodeUnauthorized = "unauthorized"
+	// CodeForbidden: the caller is known, but its role does not allow
+	// the request (403).
+	CodeForbidden = "forbidden"
+	// CodeTLSRequired: a password or access key sent over plain HTTP from
+	// another machine (refused; use TLS).
+	CodeTLSRequired = "tls_required"
+	// CodeTooManyAttempts: too many failed logins from this address or
+	// for this user (429 with Retry-After).
+	CodeTooManyAttempts = "too_many_attempts"
+	CodeMethod          = "method_not_allowed"
+	CodeTruncated       = "truncated"
+	CodeConflict        = "conflict"
+	CodeInternal        = "internal"
+	CodeRouteNotFound   = "no_such_route"
 	// CodeBadGateway: an app behind the node (a CGI program or a proxied
 	// app, internal/apps) failed or could not be reached.
 	CodeBadGateway = "bad_gateway"

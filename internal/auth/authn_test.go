@@ -78,7 +78,9 @@ func TestAllowed(t *testing.T) {
 		{anon, auth.Read, "pub/x", true},
 		{anon, auth.Write, "pub/x", false},
 		{anon, auth.Read, "docs/a", false},
-		{auth.Principal{User: "bob"}, auth.Read, "", false},
+		{auth.Principal{User: "bob", Via: auth.ViaToken}, auth.Read, "", false},
+		{auth.Principal{User: "bob", Via: auth.ViaToken}, auth.Known, "", true},
+		{anon, auth.Known, "", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.p.Name()+" "+tc.a.String()+" "+tc.path, func(t *testing.T) {

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -32,10 +33,33 @@ func (p *Part) Version() int { return Version }
 // Apply implements meta.Part.
 func (p *Part) Apply(_ uint64, o meta.Op) *meta.Result {
 	if err := p.apply(o); err != nil {
-		return &meta.Result{Err: fmt.Errorf("%s: %w", o.Kind, err)}
+		return &meta.Result{Err: fmt.Errorf("%s: %w", o.Kind, wireKind(err))}
 	}
 	return &meta.Result{}
 }
+
+// wireKind adds to err the meta sentinel that carries its kind to a
+// proposer on another node (meta.Result.Wire keeps meta's kinds only).
+func wireKind(err error) error {
+	var kind error
+	switch {
+	case errors.Is(err, ErrNotFound):
+		kind = meta.ErrNotFound
+	case errors.Is(err, ErrExists):
+		kind = meta.ErrPrecondition
+	case errors.Is(err, ErrInvalid), errors.Is(err, ErrMalformed):
+		kind = meta.ErrBadCommand
+	default:
+		return err
+	}
+	return fmt.Errorf("%w%w", err, &quiet{kind})
+}
+
+// quiet wraps a sentinel without adding its text.
+type quiet struct{ err error }
+
+func (q *quiet) Error() string { return "" }
+func (q *quiet) Unwrap() error { return q.err }
 
 func decode[T any](o meta.Op) (T, error) {
 	var v T

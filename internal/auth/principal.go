@@ -7,6 +7,9 @@ type Action int
 
 // Actions, from least to most powerful.
 const (
+	// Known is any authenticated caller (not the anonymous one): reading
+	// the cluster's status, managing one's own tokens.
+	Known Action = iota - 1
 	// Read reads files (GET, HEAD, listings) under a path.
 	Read Action = iota
 	// Write writes or deletes files under a path.
@@ -21,6 +24,8 @@ func (a Action) String() string {
 		return "read"
 	case Write:
 		return "write"
+	case Known:
+		return "use the API"
 	}
 	return "admin"
 }
@@ -58,8 +63,11 @@ func (p Principal) Allowed(a Action, path string) bool {
 	if p.Admin {
 		return true
 	}
-	if a == Admin {
+	switch a {
+	case Admin:
 		return false
+	case Known:
+		return p.Via != ViaAnonymous && p.Via != ""
 	}
 	for _, g := range p.Grants {
 		if strings.HasPrefix(path, g.Prefix) && (a == Read || g.Write) {

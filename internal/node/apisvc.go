@@ -56,7 +56,7 @@ func (a *apiService) Start(_ context.Context, _ service.Env) error {
 		n.serve(n.httpSrv, local)
 	}
 	if n.fastLn != nil {
-		fast := filehttp.NewFastLane(n.files.svc.Load(), n.advertiseHTTP(), n.cfg.Token, max(n.cfg.MaxInFlight, 256)*16)
+		fast := filehttp.NewFastLane(n.files.svc.Load(), n.advertiseHTTP(), n.fastAllow(), max(n.cfg.MaxInFlight, 256)*16)
 		a.fast.Store(fast)
 		n.wg.Go(func() {
 			if err := fast.Serve(n.fastLn); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mure-dev/mure/internal/apps"
+	"github.com/mure-dev/mure/internal/auth"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/store"
@@ -42,9 +43,11 @@ type Config struct {
 	// Key is the cluster key (base64). Empty: read DataDir/cluster.key, or
 	// create one when starting a new cluster.
 	Key string
-	// Token, when set, is required of every client API request
-	// (Authorization: Bearer TOKEN) except health checks and metrics.
+	// Token, when set, is a static admin bearer token (the deprecated
+	// --token; users' tokens replace it) and switches Auth.Required on.
 	Token string
+	// Auth is the security model on the client API (docs/security.md).
+	Auth AuthConfig
 	// MaxBody is the largest file accepted, in bytes.
 	MaxBody int64
 	// MaxInFlight and MaxQueue bound the client requests executing and
@@ -98,6 +101,28 @@ type Config struct {
 	Extra  []Service
 	Timing cluster.Timing
 	Logger *slog.Logger
+}
+
+// AuthConfig is how a node checks its clients.
+type AuthConfig struct {
+	// Required makes every client request authenticate (bearer token, or
+	// Basic with a password or access key over TLS or from loopback) and
+	// checks it against the caller's role; health probes stay open.
+	// False: the API is open to whoever reaches the port, as before.
+	Required bool
+	// AnonymousRead are grants given to callers without credentials
+	// (e.g. ro:pub/ opens pub/ for reading to everyone).
+	AnonymousRead []auth.Grant
+	// MetricsToken, when set, is a bearer token that may read /metrics
+	// and nothing else; without it /metrics needs an admin.
+	MetricsToken string
+	// LoginBurst is how many failed logins (password or access key) an
+	// address or a user may have before being refused for a while; one is
+	// forgiven every 6 s (0: 10).
+	LoginBurst int
+	// HashParams hash new passwords (zero: auth.DefaultHashParams, RFC
+	// 9106's recommendation; tests choose auth.TestHashParams).
+	HashParams auth.HashParams
 }
 
 // validate fills defaults and checks what the node itself needs; each

@@ -37,8 +37,8 @@ func (n *Node) clientHandler() http.Handler {
 	if n.cfg.DebugFaults {
 		mux.HandleFunc("POST /debug/isolate", n.handleIsolate)
 	}
+	n.auth.admin.Routes(mux)
 	mux.HandleFunc("/", api.NotFound)
-	open := []string{"/healthz", "/readyz", "/metrics"}
 	// Admission after authentication (an unauthenticated request cannot
 	// take a slot) and inside instrumentation (rejections are counted).
 	// The peer API is not limited: a client request waiting on a peer
@@ -46,7 +46,7 @@ func (n *Node) clientHandler() http.Handler {
 	lim := admission.New(admission.Config{MaxInFlight: n.cfg.MaxInFlight, MaxQueue: n.cfg.MaxQueue}, n.reg)
 	wlim := admission.New(admission.Config{MaxInFlight: cmp.Or(n.cfg.MaxWriteInFlight, DefaultMaxWriteInFlight),
 		MaxQueue: cmp.Or(n.cfg.MaxWriteQueue, DefaultMaxWriteQueue), Subsystem: "write_admission"}, n.reg)
-	return n.instrument(api.RequireToken(n.cfg.Token, open, lim.Wrap(writesThrough(wlim, n.route(mux)))))
+	return n.instrument(n.guarded(lim.Wrap(writesThrough(wlim, n.route(mux)))))
 }
 
 // Defaults of the write limits (Config.MaxWriteInFlight, MaxWriteQueue).

@@ -55,6 +55,7 @@ type Node struct {
 	svcs   services
 	files  *filesService
 	api    *apiService
+	auth   *nodeAuth
 	door   *frontdoor.Service // nil without a front door
 	single *dsc.Service       // single-address mode only
 
@@ -152,6 +153,9 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.registerMetrics()
+	if err := n.openAuth(key); err != nil {
+		return nil, err
+	}
 	n.peerSrv = &http.Server{Handler: n.peerHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog()}
 	n.httpSrv = &http.Server{Handler: n.clientHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: discardLog(),
 		ConnState: n.countConn}
@@ -338,5 +342,6 @@ func (n *Node) teardown(ctx context.Context) error {
 		n.mux.Close()
 	}
 	n.wg.Wait()
+	n.closeAuth()
 	return err
 }

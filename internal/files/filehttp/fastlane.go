@@ -3,7 +3,6 @@ package filehttp
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"net"
 	"net/http"
 	"net/url"
@@ -28,7 +27,7 @@ import (
 type FastLane struct {
 	s        *files.Service
 	main     string // the node's main client address, host:port
-	token    []byte
+	allow    func(authorization, key string) bool
 	srv      *fasthttp.Server
 	nodeHdr  []byte
 	location []byte // "http://" + main
@@ -36,12 +35,11 @@ type FastLane struct {
 
 // NewFastLane returns the fast read lane of s; main is the node's main
 // client API address (where everything but a local whole-file read goes),
-// token the API token ("" for none), maxConc the requests served at once.
-func NewFastLane(s *files.Service, main, token string, maxConc int) *FastLane {
-	l := &FastLane{s: s, main: main, nodeHdr: []byte(s.NodeID()), location: []byte("http://" + main)}
-	if token != "" {
-		l.token = []byte("Bearer " + token)
-	}
+// allow says whether a request's Authorization header may read a key (nil:
+// every request may; a refused one goes to the main port, which explains
+// the 401 or 403), maxConc the requests served at once.
+func NewFastLane(s *files.Service, main string, allow func(authorization, key string) bool, maxConc int) *FastLane {
+	l := &FastLane{s: s, main: main, allow: allow, nodeHdr: []byte(s.NodeID()), location: []byte("http://" + main)}
 	l.srv = &fasthttp.Server{
 		Handler:              l.handle,
 		Name:                 "mure",
@@ -75,10 +73,6 @@ func (l *FastLane) handle(ctx *fasthttp.RequestCtx) {
 		l.toMain(ctx)
 		return
 	}
-	if l.token != nil && subtle.ConstantTimeCompare(ctx.Request.Header.Peek("Authorization"), l.token) != 1 {
-		l.toMain(ctx) // the main port explains the 401
-		return
-	}
 	h := &ctx.Request.Header
 	if len(h.Peek("Range")) > 0 || len(h.Peek("If-None-Match")) > 0 || len(h.Peek("If-Match")) > 0 ||
 		len(h.Peek("If-Modified-Since")) > 0 || len(h.Peek("If-Unmodified-Since")) > 0 || len(h.Peek("If-Range")) > 0 {
@@ -88,6 +82,10 @@ func (l *FastLane) handle(ctx *fasthttp.RequestCtx) {
 	p, err := url.PathUnescape(string(raw[len(FilesPrefix):]))
 	if err != nil || files.ValidatePath(p) != nil {
 		l.toMain(ctx)
+		return
+	}
+	if l.allow != nil && !l.allow(string(h.Peek("Authorization")), p) {
+		l.toMain(ctx) // the main port explains the 401 or 403
 		return
 	}
 	stale := false

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"strings"
+
+	"github.com/mure-dev/mure/internal/auth"
+	"github.com/mure-dev/mure/internal/node"
+)
+
+// authFlags declares the security model's flags of mure serve on fs; the
+// returned function checks them after parsing and fills cfg.Auth.
+func authFlags(fs *flag.FlagSet, cfg *node.Config) func() error {
+	fs.StringVar(&cfg.Token, "token", os.Getenv("MURE_TOKEN"), "deprecated: a static admin bearer token (default $MURE_TOKEN); switches --auth on. Use users' tokens (mure token create)")
+	fs.BoolVar(&cfg.Auth.Required, "auth", false, "every client request must authenticate (a bearer token, or a user's password or access key by Basic over TLS or from loopback); /healthz and /readyz stay open (docs/security.md)")
+	anon := fs.String("anonymous-read", "", "comma-separated file key prefixes anyone may read without credentials (e.g. pub/; \"\" for none; a lone comma-free value \"*\" opens every file)")
+	fs.StringVar(&cfg.Auth.MetricsToken, "metrics-token", os.Getenv("MURE_METRICS_TOKEN"), "a bearer token that may read /metrics and nothing else (default $MURE_METRICS_TOKEN; without it /metrics needs an admin when --auth is on)")
+	return func() error {
+		for _, p := range strings.Split(*anon, ",") {
+			p = strings.TrimSpace(p)
+			if p == "" {
+				continue
+			}
+			if p == "*" {
+				p = ""
+			}
+			g, err := auth.ParseGrant("ro:" + p)
+			if err != nil {
+				return err
+			}
+			cfg.Auth.AnonymousRead = append(cfg.Auth.AnonymousRead, g)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,233 @@
+package authhttp
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mure-dev/mure/internal/api"
+	"github.com/mure-dev/mure/internal/auth"
+)
+
+// Need is what a request needs, as the route's owner classifies it.
+type Need struct {
+	// Open requests need nothing (health probes).
+	Open bool
+	// Metrics requests need the scrape token or an admin.
+	Metrics bool
+	// Action on Path (a file key or prefix, for Read and Write).
+	Action auth.Action
+	Path   string
+}
+
+// Guard authenticates and authorizes every request of the client API.
+type Guard struct {
+	// Auth checks credentials.
+	Auth *auth.Authenticator
+	// Classify says what a request needs.
+	Classify func(r *http.Request) Need
+	// Limiter slows down failed logins (nil: auth.DefaultFailureLimiter).
+	Limiter *auth.FailureLimiter
+	// Anonymous are the grants of callers without credentials
+	// (mure serve --anonymous-read); nil: none.
+	Anonymous []auth.Grant
+	// MetricsToken, when set, is a bearer token that may read /metrics
+	// and nothing else (a Prometheus scrape token).
+	MetricsToken string
+	// MetricsOpen leaves /metrics open to everyone (what --token alone
+	// did before users existed).
+	MetricsOpen bool
+	// Audit receives one record per admin action and per failed login.
+	Audit *slog.Logger
+	// Hint ends the 401 message: where this node's admin credential is.
+	Hint string
+
+	checks chan struct{} // bounds password checks at once (argon2id is memory-hard)
+}
+
+type ctxKey struct{}
+
+// PrincipalFrom returns the principal a Guard put in ctx.
+func PrincipalFrom(ctx context.Context) (auth.Principal, bool) {
+	p, ok := ctx.Value(ctxKey{}).(auth.Principal)
+	return p, ok
+}
+
+// Wrap returns next behind the guard.
+func (g *Guard) Wrap(next http.Handler) http.Handler {
+	if g.Limiter == nil {
+		g.Limiter = auth.DefaultFailureLimiter()
+	}
+	if g.Audit == nil {
+		g.Audit = slog.New(slog.DiscardHandler)
+	}
+	g.checks = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		need := g.Classify(r)
+		if need.Open || need.Metrics && g.MetricsOpen {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p, ok := g.authenticate(w, r, need)
+		if !ok {
+			return
+		}
+		if !g.allowed(p, need) {
+			g.forbid(w, r, p, need)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, p))
+		if need.Action == auth.Admin || strings.HasPrefix(r.URL.Path, "/auth/") && r.Method != http.MethodGet {
+			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+			next.ServeHTTP(sw, r)
+			g.Audit.Info("admin action", "user", p.Name(), "via", p.Via, "credential", p.Credential, "method", r.Method,
+				"path", r.URL.Path, "status", sw.status, "remote", r.RemoteAddr)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (g *Guard) allowed(p auth.Principal, need Need) bool {
+	if need.Metrics {
+		return p.Admin || p.Via == viaScrape
+	}
+	return p.Allowed(need.Action, need.Path)
+}
+
+const viaScrape = "scrape_token"
+
+// authenticate finds the caller, or answers 400/401/429 and returns false.
+func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request, need Need) (auth.Principal, bool) {
+	cred, err := ParseAuthorization(r.Header.Get("Authorization"))
+	if err != nil {
+		g.unauthorized(w, err.Error())
+		return auth.Principal{}, false
+	}
+	switch cred.Scheme {
+	case None:
+		anon := auth.Anonymous(g.Anonymous)
+		if !need.Metrics && anon.Allowed(need.Action, need.Path) {
+			return anon, true
+		}
+		g.unauthorized(w, "this request needs a credential: send 'Authorization: Bearer TOKEN' (mure token create), or a user's password by Basic over TLS")
+		return auth.Principal{}, false
+	case Bearer:
+		if need.Metrics && g.MetricsToken != "" && subtle.ConstantTimeCompare([]byte(cred.Token), []byte(g.MetricsToken)) == 1 {
+			return auth.Principal{User: "metrics", Via: viaScrape}, true
+		}
+	case Basic:
+		if r.TLS == nil && !loopback(r.RemoteAddr) {
+			api.Error(w, http.StatusUnauthorized, api.CodeTLSRequired,
+				"passwords and access key secrets are refused over plain HTTP from another machine: use TLS (https://, mure serve --tls-cert) or a bearer token")
+			return auth.Principal{}, false
+		}
+	}
+	// Failed passwords and key secrets are limited per address and per
+	// user; bearer tokens are not (256 random bits cannot be guessed, and
+	// a wrong one costs a hash and a lookup).
+	var keys []string
+	if cred.Scheme == Basic {
+		keys = []string{"addr:" + remoteHost(r.RemoteAddr), "user:" + cred.User}
+	}
+	if wait := g.Limiter.Wait(keys...); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Round(time.Second)/time.Second)+1))
+		api.Error(w, http.StatusTooManyRequests, api.CodeTooManyAttempts, "too many failed logins from this address or for this user: wait and try again")
+		return auth.Principal{}, false
+	}
+	p, err := g.check(r.Context(), cred)
+	if err != nil {
+		g.Limiter.Fail(keys...)
+		g.Audit.Warn("login failed", "user", cred.User, "remote", r.RemoteAddr, "err", err)
+		switch {
+		case errors.Is(err, auth.ErrUnauthenticated), errors.Is(err, auth.ErrMalformed):
+			g.unauthorized(w, err.Error())
+		default:
+			api.Error(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
+		}
+		return auth.Principal{}, false
+	}
+	return p, true
+}
+
+func (g *Guard) check(ctx context.Context, cred Credential) (auth.Principal, error) {
+	if cred.Scheme == Bearer {
+		return g.Auth.Bearer(cred.Token)
+	}
+	select {
+	case g.checks <- struct{}{}:
+		defer func() { <-g.checks }()
+	case <-ctx.Done():
+		return auth.Principal{}, ctx.Err()
+	}
+	return g.Auth.Basic(cred.User, cred.Secret)
+}
+
+func (g *Guard) unauthorized(w http.ResponseWriter, msg string) {
+	if g.Hint != "" {
+		msg += " (" + g.Hint + ")"
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="mure", Basic realm="mure"`)
+	api.Error(w, http.StatusUnauthorized, api.CodeUnauthorized, msg)
+}
+
+func (g *Guard) forbid(w http.ResponseWriter, r *http.Request, p auth.Principal, need Need) {
+	var msg string
+	switch {
+	case need.Metrics:
+		msg = p.Name() + " may not read /metrics: it needs the scrape token (mure serve --metrics-token) or an admin"
+	case need.Action == auth.Admin:
+		msg = p.Name() + " may not " + r.Method + " " + r.URL.Path + ": it needs an admin"
+	case need.Action == auth.Known:
+		msg = r.Method + " " + r.URL.Path + " needs a user's credential"
+	default:
+		msg = fmt.Sprintf("%s may not %s %q: %s", p.Name(), need.Action, need.Path, grantsText(p.Grants))
+	}
+	if p.Via == auth.ViaAnonymous {
+		g.unauthorized(w, msg)
+		return
+	}
+	api.Error(w, http.StatusForbidden, api.CodeForbidden, msg)
+}
+
+func grantsText(gs []auth.Grant) string {
+	if len(gs) == 0 {
+		return "it holds no grant (an admin gives one: mure user grant)"
+	}
+	s := make([]string, len(gs))
+	for i, g := range gs {
+		s[i] = g.String()
+	}
+	return "its grants are " + strings.Join(s, ", ")
+}
+
+func remoteHost(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
+func loopback(addr string) bool {
+	ip := net.ParseIP(remoteHost(addr))
+	return ip != nil && ip.IsLoopback()
+}
+
+// statusWriter remembers the status of an audited answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
