@@ -49,7 +49,7 @@ func (n *Node) openAuth(key transport.Key) error {
 		MetricsToken: n.cfg.Auth.MetricsToken, Audit: audit,
 		// --token alone keeps its old meaning: /metrics open.
 		MetricsOpen: !n.cfg.Auth.Required && n.cfg.Auth.MetricsToken == "",
-		Hint: "the admin credential is printed at the cluster's first start; mure token create makes more"}
+		Hint:        "the admin credential is printed at the cluster's first start; mure token create makes more"}
 	a.admin = &authhttp.Admin{Apply: n.cl.ApplyOp, Records: fsm, Sealer: sealer, Params: n.cfg.Auth.HashParams}
 	n.auth = a
 	return nil
