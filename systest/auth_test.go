@@ -257,7 +257,10 @@ func TestLoginRateLimitAndAudit(t *testing.T) {
 // a node's data directory (raft log, snapshots, audit log) or in /status,
 // on any node.
 func TestNoSecretOnDiskOrStatus(t *testing.T) {
-	c := secured(t, 3, func(cfg *node.Config) { cfg.Timing.SnapshotThreshold, cfg.Timing.SnapshotTrailing = 32, 8 })
+	c := secured(t, 3, func(cfg *node.Config) {
+		cfg.Timing.SnapshotThreshold, cfg.Timing.SnapshotTrailing = 32, 8
+		cfg.Auth.LoginBurst = 1000 // the polls below may fail a few times
+	})
 	addr := c.HTTPAddr(1)
 	const pw = "alice-secret-password"
 	mustCall(t, addr, "POST", "/auth/users", bearer(staticAdmin), `{"name":"alice","password":"`+pw+`","grants":["rw:"]}`, http.StatusCreated)
@@ -268,7 +271,9 @@ func TestNoSecretOnDiskOrStatus(t *testing.T) {
 	if len(secret) < 40 {
 		t.Fatalf("access key answer %v", k.body)
 	}
-	mustCall(t, c.HTTPAddr(2), "GET", "/auth/whoami", basic(id, secret), "", http.StatusOK)
+	testcluster.WaitFor(t, 5*time.Second, "another node takes the access key", func() bool {
+		return call(t, c.HTTPAddr(2), "GET", "/auth/whoami", basic(id, secret), "").status == http.StatusOK
+	})
 	for i := range 40 { // past the snapshot threshold
 		mustCall(t, addr, "PUT", "/files/f/"+string(rune('a'+i%26))+string(rune('a'+i/26)), bearer(tok), "x", http.StatusCreated)
 	}
