@@ -4,12 +4,12 @@
 # image on this machine's disk per host, throttled; host memory bounded so
 # the file set does not fit in its page cache), alternating the two in one
 # run (root). docs/benchmarks.md says what each figure measures.
-#   scripts/bench/000-disk.sh          # 2 rounds (tmpfs, disk, tmpfs, disk), ~12 minutes
+#   scripts/bench/000-disk.sh          # 3 rounds (tmpfs, disk, tmpfs, ...), ~10 minutes
 #   ROUNDS=1 FILES=5 DUR=1s scripts/bench/000-disk.sh   # a smoke run
 # Results: docs/bench/000-disk/<disk>-<round>.json and docs/bench/000-disk/reads.json.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-rounds=${ROUNDS:-2} files=${FILES:-30} dur=${DUR:-4s}
+rounds=${ROUNDS:-3} files=${FILES:-30} dur=${DUR:-4s}
 # the host disk: an HDD-like 100 MB/s and 150 random reads/s; the host's
 # memory, page cache included, a quarter of the 1M file set each server holds
 disk_flags=(--disk loop --disk-read 100 --disk-write 100 --disk-read-iops 150 --memory 128)
@@ -26,22 +26,20 @@ up() { # disk
   "$bin" config set replication.rate 0 --node 10.77.0.11:7946
 }
 
-# MB read from each server's disk so far (/sys/block/loopN/stat: sectors read)
+# MB read from the servers' disks in all so far (/sys/block/loopN/stat: sectors read)
 disk_reads() {
-  tb status | grep -o '/dev/loop[0-9]*' | while read -r d; do
-    awk -v d="$d" '{printf "%s read %.0f MB  ", d, $3*512/1e6}' "/sys/block/${d#/dev/}/stat"
-  done
-  echo
+  tb status | grep -o '/dev/loop[0-9]*' | while read -r d; do cat "/sys/block/${d#/dev/}/stat"; done |
+    awk '{s += $3} END {printf "%.0f", s*512/1e6}'
 }
 
 for r in $(seq "$rounds"); do
   for disk in tmpfs loop; do
     up "$disk"
     tb status
-    echo "before: $(disk_reads)"
+    before=$(disk_reads)
     "$bin" testbed bench --dir "$work/tb" --clients 16 --files "$files" --sizes 64K,1M --op read --sets own,common \
       --reps 1 --duration "$dur" --warmup 1s --label "$disk, round $r" --json "$out/$disk-$r.json"
-    echo "after: $(disk_reads)"
+    echo "$disk, round $r: $(( $(disk_reads) - before )) MB read from the servers' disks (writes and reads of the bench)"
     tb status
   done
 done
