@@ -202,7 +202,7 @@ func testbedStatus(tb *testbed.Testbed, stdout io.Writer) error {
 		hubCol = "HUB ADDR\t"
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tADDR\t"+hubCol+"LINK\tCPU QUOTA\tNODE\tCPU USED\tMEMORY\tDISK")
+	fmt.Fprintln(tw, "HOST\tADDR\t"+hubCol+"LINK\tCPU QUOTA\tNODE\tCPU USED\tTHROTTLED\tMEMORY (CACHE)\tDISK")
 	for _, h := range tb.Hosts {
 		node := "-"
 		if h.Server {
@@ -225,7 +225,8 @@ func testbedStatus(tb *testbed.Testbed, stdout io.Writer) error {
 		} else if h.Server {
 			disk = "tmpfs (shared)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%.1f s\t%.1f MB\t%s\n", h.Name, addr, h.Link, h.CPU, node, u.CPUSeconds, float64(u.MemoryBytes)/1e6, disk)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%.1f s\t%.1f s\t%.1f MB (%.1f)\t%s\n", h.Name, addr, h.Link, h.CPU, node,
+			u.CPUSeconds, u.ThrottledSeconds, float64(u.MemoryBytes)/1e6, float64(u.PageCacheBytes)/1e6, disk)
 	}
 	return tw.Flush()
 }

@@ -167,8 +167,13 @@ func removeCgroupDir(ctx context.Context, dir string) error {
 
 // Usage is what a host's cgroup has measured.
 type Usage struct {
-	CPUSeconds  float64 `json:"cpu_s"`
-	MemoryBytes int64   `json:"memory_bytes"`
+	CPUSeconds float64 `json:"cpu_s"`
+	// ThrottledSeconds is the time the quota held the host back.
+	ThrottledSeconds float64 `json:"throttled_s"`
+	// MemoryBytes is the memory in use, page cache included; PageCacheBytes
+	// the file pages among it.
+	MemoryBytes    int64 `json:"memory_bytes"`
+	PageCacheBytes int64 `json:"page_cache_bytes"`
 }
 
 // usage reads the host's CPU time and memory in use.
@@ -185,7 +190,9 @@ func (cg *Cgroup) usage() (Usage, error) {
 				u.CPUSeconds = float64(us) / 1e6
 			}
 		}
+		u.ThrottledSeconds = float64(statField(filepath.Join(cg.CPU, "cpu.stat"), "throttled_usec")) / 1e6
 		u.MemoryBytes = readInt(filepath.Join(cg.Memory, "memory.current"))
+		u.PageCacheBytes = statField(filepath.Join(cg.Memory, "memory.stat"), "file")
 		return u, nil
 	}
 	for _, d := range cg.Dirs {
@@ -193,10 +200,28 @@ func (cg *Cgroup) usage() (Usage, error) {
 			u.CPUSeconds = float64(ns) / 1e9
 		}
 	}
+	u.ThrottledSeconds = float64(statField(filepath.Join(cg.CPU, "cpu.stat"), "throttled_time")) / 1e9
 	if cg.Memory != "" {
 		u.MemoryBytes = readInt(filepath.Join(cg.Memory, "memory.usage_in_bytes"))
+		u.PageCacheBytes = statField(filepath.Join(cg.Memory, "memory.stat"), "cache")
 	}
 	return u, nil
+}
+
+// statField reads one field of a flat keyed cgroup file (cpu.stat,
+// memory.stat); 0 when it is missing.
+func statField(file, key string) int64 {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+" "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 func readInt(file string) int64 {
