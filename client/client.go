@@ -17,13 +17,15 @@ const maxRedirects = 10
 
 // Client talks to a mure cluster. It is safe for concurrent use.
 type Client struct {
-	nodes    []string // base URLs, "http://host:port"
-	token    string
-	hc       *http.Client
-	attempts int
-	forward  bool
-	log      *slog.Logger
-	rr       atomic.Uint32
+	nodes []string // base URLs, "http://host:port"
+	token string
+	// user and password: HTTP Basic, when no token is set.
+	user, password string
+	hc             *http.Client
+	attempts       int
+	forward        bool
+	log            *slog.Logger
+	rr             atomic.Uint32
 }
 
 // Option configures a Client.

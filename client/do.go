@@ -192,6 +192,8 @@ func (c *Client) newRequest(ctx context.Context, u *url.URL, cl *call) (*http.Re
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	} else if c.user != "" {
+		req.SetBasicAuth(c.user, c.password)
 	}
 	if c.forward {
 		req.Header.Set("X-Mure-Forward", "1")

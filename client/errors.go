@@ -16,6 +16,12 @@ var (
 	ErrTooLarge           = errors.New("mure: too large")
 	ErrUnavailable        = errors.New("mure: unavailable")
 	ErrNotModified        = errors.New("mure: not modified")
+	// ErrUnauthorized: no credential, or a wrong, expired or revoked one
+	// (401).
+	ErrUnauthorized = errors.New("mure: not authenticated")
+	// ErrForbidden: the credential is good but its user may not do this
+	// (403).
+	ErrForbidden = errors.New("mure: forbidden")
 	// ErrOutcomeUnknown: a write may or may not have been applied (the
 	// request may have been sent, and no answer was received).
 	ErrOutcomeUnknown = errors.New("mure: outcome unknown")
@@ -50,6 +56,10 @@ func (e *APIError) Is(target error) bool {
 		return e.Status == http.StatusServiceUnavailable || e.Code == "unavailable" || e.Code == "no_quorum"
 	case ErrNotModified:
 		return e.Status == http.StatusNotModified
+	case ErrUnauthorized:
+		return e.Status == http.StatusUnauthorized
+	case ErrForbidden:
+		return e.Status == http.StatusForbidden
 	}
 	return false
 }

@@ -6,16 +6,20 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/mure-dev/mure/client"
+	"github.com/mure-dev/mure/internal/node"
 )
 
 // clientFlags are the flags common to every client command.
 type clientFlags struct {
-	nodes string
-	token string
-	json  bool
+	nodes  string
+	token  string
+	data   string
+	json   bool
+	stderr io.Writer
 }
 
 // newFlagSet returns a flag set with the common client flags; synopsis
@@ -28,19 +32,40 @@ func newFlagSet(name, synopsis, help string, stderr io.Writer) (*flag.FlagSet, *
 		fmt.Fprintf(stderr, "%s\n\n%s\n\nflags:\n", line, help)
 		fs.PrintDefaults()
 	}
-	cf := &clientFlags{}
+	cf := &clientFlags{stderr: stderr}
 	node := os.Getenv("MURE_NODE")
 	if node == "" {
 		node = client.DefaultNode
 	}
 	fs.StringVar(&cf.nodes, "node", node, "comma-separated node `ADDR`s to talk to (env MURE_NODE)")
-	fs.StringVar(&cf.token, "token", os.Getenv("MURE_TOKEN"), "API bearer `TOKEN` (env MURE_TOKEN)")
+	fs.StringVar(&cf.token, "token", os.Getenv("MURE_TOKEN"), "API bearer `TOKEN` (env MURE_TOKEN); without it, MURE_USER and MURE_PASSWORD, or --data")
+	fs.StringVar(&cf.data, "data", os.Getenv("MURE_DATA"), "a node's data `DIR` on this machine: use its admin credential (DIR/admin.token; env MURE_DATA)")
 	fs.BoolVar(&cf.json, "json", false, "machine-readable JSON output")
 	return fs, cf
 }
 
+// client returns a client of --node with the first credential found:
+// --token (MURE_TOKEN), MURE_USER and MURE_PASSWORD, or the admin
+// credential of the node whose data directory --data names.
 func (cf *clientFlags) client() *client.Client {
-	return client.New(strings.Split(cf.nodes, ","), client.WithToken(cf.token))
+	return client.New(strings.Split(cf.nodes, ","), cf.credential())
+}
+
+func (cf *clientFlags) credential() client.Option {
+	if cf.token != "" {
+		return client.WithToken(cf.token)
+	}
+	if u := os.Getenv("MURE_USER"); u != "" {
+		return client.WithBasicAuth(u, os.Getenv("MURE_PASSWORD"))
+	}
+	if cf.data != "" {
+		b, err := os.ReadFile(filepath.Join(cf.data, node.AdminTokenFile))
+		if err == nil {
+			return client.WithToken(strings.TrimSpace(string(b)))
+		}
+		fmt.Fprintf(cf.stderr, "mure: no admin credential in --data %s (%v); sending none\n", cf.data, err)
+	}
+	return client.WithToken("")
 }
 
 // parseArgs parses flags placed anywhere among the arguments (until "--")

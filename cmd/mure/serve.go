@@ -123,6 +123,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if n.NewKey {
 		fmt.Fprintf(stdout, "  new cluster key in %s: other nodes join with --key-file %s --join %s\n", n.KeyPath(), n.KeyPath(), n.PeerAddr())
 	}
+	if n.NewAdmin {
+		fmt.Fprintf(stdout, "  admin credential in %s (mode 0600; shown nowhere else). Use it with:\n"+
+			"    export MURE_TOKEN=$(cat %s)   # for mure; or mure --data %s ...\n"+
+			"    curl -H \"Authorization: Bearer $MURE_TOKEN\" http://%s/status\n",
+			n.AdminTokenPath(), n.AdminTokenPath(), cfg.DataDir, n.HTTPAddr())
+	}
 	select {
 	case <-ctx.Done():
 	case <-n.Left():

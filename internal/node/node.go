@@ -64,8 +64,9 @@ type Node struct {
 	conns      atomic.Int64
 	refused    atomic.Int64 // client connections refused over MaxConns
 	handedOver *prometheus.CounterVec
-	// NewKey is set when this start created the cluster key.
-	NewKey bool
+	// NewKey is set when this start created the cluster key; NewAdmin
+	// when it created the admin credential (AdminTokenPath).
+	NewKey, NewAdmin bool
 
 	left      chan struct{}
 	leftOnce  sync.Once
@@ -166,6 +167,12 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	if err := n.startPprof(); err != nil {
 		return nil, err
+	}
+	if n.authRequired() {
+		if n.NewAdmin, err = n.ensureAdminCredential(ctx); err != nil {
+			// Not fatal: the node serves; another start will try again.
+			n.log.Warn("could not create this node's admin credential; it will be tried at the next start", "err", err)
+		}
 	}
 	n.log.Info("node started", "http", n.advertiseHTTP(), "fast", cfg.FastHTTPAddr, "peer", n.mux.Addr(), "cluster", id.ClusterID, "data", cfg.DataDir,
 		"services", n.serviceNames())
