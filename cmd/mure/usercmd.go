@@ -2,8 +2,8 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
