@@ -13,8 +13,10 @@ import (
 )
 
 // Teardown removes the testbed kept in dir, if any, and then everything on
-// the machine carrying prefix (namespaces, links, cgroups): the leftovers
-// of a crashed run.
+// the machine carrying prefix (cgroups and what runs in them, mounts, loop
+// devices and their images, links, namespaces): the leftovers of a crashed
+// run. Without the state file it cannot know the dirty page limits Up
+// replaced, and leaves them.
 func Teardown(ctx context.Context, dir, prefix string) error {
 	if err := checkRoot(); err != nil {
 		return err
@@ -27,14 +29,16 @@ func Teardown(ctx context.Context, dir, prefix string) error {
 	if err != nil {
 		return err
 	}
+	// the cgroups first: removing one kills what still runs in it, which
+	// may hold a disk busy
+	for _, cg := range left.Cgroups {
+		errs = append(errs, removeCgroupDir(ctx, cg))
+	}
 	for _, m := range left.Mounts {
 		errs = append(errs, unmount(ctx, m))
 	}
 	for _, l := range left.Loops {
 		errs = append(errs, (&Disk{Image: l.Image, Dev: l.Dev, MajMin: l.MajMin}).remove(ctx))
-	}
-	for _, cg := range left.Cgroups {
-		errs = append(errs, removeCgroupDir(ctx, cg))
 	}
 	for _, l := range left.Links {
 		if _, err := run(ctx, "ip", "link", "del", l); err != nil && linkExists(ctx, l) {
