@@ -6,7 +6,7 @@
 # run (root). docs/benchmarks.md says what each figure measures.
 #   scripts/bench/000-disk.sh          # 3 rounds (tmpfs, disk, tmpfs, ...), ~10 minutes
 #   ROUNDS=1 FILES=5 DUR=1s scripts/bench/000-disk.sh   # a smoke run
-# Results: docs/bench/000-disk/<disk>-<round>.json and docs/bench/000-disk/reads.json.
+# Results: docs/bench/000-disk/<disk>-<round>-<set>-<size>.json and .../reads.json.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${ROUNDS:-3} files=${FILES:-30} dur=${DUR:-4s}
@@ -28,18 +28,21 @@ up() { # disk
 
 # MB read from the servers' disks in all so far (/sys/block/loopN/stat: sectors read)
 disk_reads() {
-  tb status | grep -o '/dev/loop[0-9]*' | while read -r d; do cat "/sys/block/${d#/dev/}/stat"; done |
+  { tb status | grep -o '/dev/loop[0-9]*' || true; } | while read -r d; do cat "/sys/block/${d#/dev/}/stat"; done |
     awk '{s += $3} END {printf "%.0f", s*512/1e6}'
 }
 
 for r in $(seq "$rounds"); do
   for disk in tmpfs loop; do
     up "$disk"
-    tb status
-    before=$(disk_reads)
-    "$bin" testbed bench --dir "$work/tb" --clients 16 --files "$files" --sizes 64K,1M --op read --sets own,common \
-      --reps 1 --duration "$dur" --warmup 1s --label "$disk, round $r" --json "$out/$disk-$r.json"
-    echo "$disk, round $r: $(( $(disk_reads) - before )) MB read from the servers' disks (writes and reads of the bench)"
+    for sets in own common; do
+      for size in 64K 1M; do
+        before=$(disk_reads)
+        "$bin" testbed bench --dir "$work/tb" --clients 16 --files "$files" --sizes "$size" --op read --sets "$sets" \
+          --reps 1 --duration "$dur" --warmup 1s --label "$disk, round $r" --json "$out/$disk-$r-$sets-$size.json"
+        echo "$disk, round $r, $sets $size: $(( $(disk_reads) - before )) MB read from the servers' disks (the set's writing and the reads)"
+      done
+    done
     tb status
   done
 done
