@@ -170,7 +170,7 @@ func (d *Disk) remove(ctx context.Context) error {
 		}
 	}
 	if d.Dev != "" {
-		if d.MajMin != "" {
+		if d.MajMin != "" && d.Cgroup == "" { // v2: the rules went with the host's cgroup
 			errs = append(errs, d.SetLimits(DiskLimits{}))
 		}
 		errs = append(errs, detachLoop(ctx, d.Dev, d.Image))
