@@ -139,8 +139,13 @@ func (c *Cluster) startRaft() (bool, error) {
 		return false, fmt.Errorf("raft dir: %w", err)
 	}
 	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Error, Output: &slogWriter{log: c.log.With("part", "raft")}})
-	w, err := raftstore.Open(filepath.Join(dir, "raft.db"))
+	w, err := raftstore.Open(filepath.Join(dir, "log"), raftstore.Options{FS: c.cfg.LogFS, NoSync: c.cfg.NoSync})
 	if err != nil {
+		return false, err
+	}
+	// A node of an earlier version kept its log in bbolt (decision 0019).
+	if err := raftstore.ImportBolt(filepath.Join(dir, "raft.db"), w); err != nil {
+		w.Close()
 		return false, err
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hl)
@@ -162,12 +167,17 @@ func (c *Cluster) startRaft() (bool, error) {
 	}
 	rc.NotifyCh = c.notifyCh
 	rc.Logger = hl
-	hasState, err := raft.HasExistingState(w, w, snaps)
+	logs, err := raft.NewLogCache(1024, w)
+	if err != nil {
+		c.shutdownRaft()
+		return false, fmt.Errorf("raft log cache: %w", err)
+	}
+	hasState, err := raft.HasExistingState(logs, w, snaps)
 	if err != nil {
 		c.shutdownRaft()
 		return false, fmt.Errorf("inspect raft state: %w", err)
 	}
-	r, err := raft.NewRaft(rc, c.fsm, w, w, snaps, c.trans)
+	r, err := raft.NewRaft(rc, c.fsm, logs, w, snaps, c.trans)
 	if err != nil {
 		c.trans.Close()
 		w.Close()

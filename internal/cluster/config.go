@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/store"
 	"github.com/mure-dev/mure/internal/transport"
 )
 
@@ -18,6 +19,12 @@ type Config struct {
 	ClusterID string
 	// Dir holds raft's log, stable store and snapshots.
 	Dir string
+	// LogFS is the file system raft's log and stable store live on, in
+	// Dir/raft/log (nil: the operating system's). Tests only: a disk that
+	// loses power (store/crashfs).
+	LogFS store.FS
+	// NoSync skips the log's fsyncs (tests and benchmarks only).
+	NoSync bool
 	// HTTPAddr is the advertised client API address, gossiped to others so
 	// that they can redirect clients here.
 	HTTPAddr string

@@ -76,6 +76,9 @@ type Config struct {
 	// StoreFS is the file system of the blob store (nil: the operating
 	// system's). Tests only: a disk that loses power (store/crashfs).
 	StoreFS store.FS
+	// LogFS is the file system of raft's log (DATA/raft/log; nil: the
+	// operating system's). Tests only, as StoreFS.
+	LogFS store.FS
 	// DebugFaults exposes POST /debug/isolate (cut this node off from its
 	// peers at the transport, or heal it). Tests only.
 	DebugFaults bool

@@ -1,10 +1,11 @@
-// Package raftstore is raft's log and stable store on bbolt: one file,
-// every write a transaction fsynced before it returns.
+// Package raftstore is raft's log and stable store: an append-only log of
+// CRC-32C framed records in segment files, written through store.FS (so
+// that the power-loss tests can run it on a disk that drops what was not
+// synced). Every call that changes it appends its records with one write
+// and one fsync before it returns; the index of entries lives in memory.
 //
 // mure first used hashicorp/raft-wal, which fails to restart after a crash
-// that follows a log-tail truncation ("sealed segment has no index block",
-// hashicorp/raft-wal#31, unfixed in v0.4.0), and raft-boltdb/v2 does not
-// build with raft v1.8.0 (it needs go-metrics/compat). This package does
-// what raft-boltdb does, in the few lines it takes; see
-// docs/decisions/0006-raft-log-store.md.
+// that follows a log-tail truncation (hashicorp/raft-wal#31), then bbolt
+// (decision 0006), which the crash seam cannot cover and which costs two
+// fdatasyncs per append. See docs/decisions/0019-raft-log-on-the-crash-seam.md.
 package raftstore

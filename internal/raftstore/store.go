@@ -5,24 +5,73 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"time"
+	"io"
+	"path/filepath"
+	"sync"
 
 	"github.com/hashicorp/raft"
-	bolt "go.etcd.io/bbolt"
+
+	"github.com/mure-dev/mure/internal/store"
 )
 
 var (
-	bucketLogs = []byte("logs")
-	bucketConf = []byte("conf")
-
 	// ErrKeyNotFound is what raft expects (it compares the message) for a
 	// stable-store key never set.
 	ErrKeyNotFound = errors.New("not found")
+	// ErrCorrupt: a segment holds what this package never writes.
+	ErrCorrupt = errors.New("raft log: corrupt")
+	// ErrBroken: an earlier write or sync failed, so what the disk holds
+	// is unknown; the store refuses every write until it is reopened.
+	ErrBroken = errors.New("raft log: an earlier write failed")
 )
 
-// Store implements raft.LogStore and raft.StableStore.
+// Options configure a Store.
+type Options struct {
+	// FS is the file system the log lives on (nil: the operating
+	// system's). Tests pass a disk that loses power (store/crashfs).
+	FS store.FS
+	// NoSync skips fsync (tests and benchmarks only: it voids raft's
+	// promise that an acknowledged entry survives a power failure).
+	NoSync bool
+	// SegmentBytes: a new segment file is started when the one being
+	// appended to passes this size (0: 64 MiB). Old segments are
+	// deleted once raft has compacted every entry they hold.
+	SegmentBytes int64
+}
+
+// Store implements raft.LogStore and raft.StableStore as an append-only
+// log of records in segment files (record.go). Every write appends its
+// records in one write and one fsync before it returns, so raft's batch
+// of entries costs one fsync. The index of entries is kept in memory.
 type Store struct {
-	db *bolt.DB
+	dir  string
+	fs   store.FS
+	opts Options
+	lock io.Closer
+
+	wmu    sync.Mutex // one append (write, sync) at a time
+	broken error      // under wmu
+
+	mu     sync.RWMutex
+	segs   []*segment // oldest first; the last is the one appended to
+	first  uint64     // index of locs[0]
+	locs   []loc
+	stable map[string][]byte
+}
+
+// segment is one file of the log.
+type segment struct {
+	seq  uint64
+	f    store.File
+	size int64
+	live int // entries of the index stored in it
+}
+
+// loc is where an entry's record payload lies.
+type loc struct {
+	seg *segment
+	off int64
+	n   int
 }
 
 var (
@@ -30,112 +79,161 @@ var (
 	_ raft.StableStore = (*Store)(nil)
 )
 
-// Open opens (creating if needed) the store file at path.
-func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("open raft store %s: %w", path, err)
+// Open opens the log in dir (creating it if needed), replays it, and
+// starts a new segment to append to.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.FS == nil {
+		opts.FS = store.OS()
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketLogs, bucketConf} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("init raft store %s: %w", path, err)
+	if opts.SegmentBytes <= 0 {
+		opts.SegmentBytes = 64 << 20
 	}
-	return &Store{db: db}, nil
+	s := &Store{dir: dir, fs: opts.FS, opts: opts, stable: map[string][]byte{}}
+	if err := s.ensureDir(); err != nil {
+		return nil, fmt.Errorf("raft log %s: %w", dir, err)
+	}
+	l, err := s.fs.Lock(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		return nil, fmt.Errorf("raft log %s: %w", dir, err)
+	}
+	s.lock = l
+	if err := s.replay(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("raft log %s: %w", dir, err)
+	}
+	s.wmu.Lock()
+	err = s.startSegment()
+	s.wmu.Unlock()
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("raft log %s: %w", dir, err)
+	}
+	return s, nil
 }
 
-// Close closes the file.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the files.
+func (s *Store) Close() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var first error
+	for _, sg := range s.segs {
+		if err := sg.f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	s.segs = nil
+	if s.broken == nil {
+		s.broken = errors.New("raft log: closed")
+	}
+	if s.lock != nil {
+		s.lock.Close()
+		s.lock = nil
+	}
+	return first
+}
 
 // FirstIndex implements raft.LogStore.
 func (s *Store) FirstIndex() (uint64, error) {
-	return s.edge(func(c *bolt.Cursor) ([]byte, []byte) { return c.First() })
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if len(s.locs) == 0 {
+		return 0, nil
+	}
+	return s.first, nil
 }
 
 // LastIndex implements raft.LogStore.
 func (s *Store) LastIndex() (uint64, error) {
-	return s.edge(func(c *bolt.Cursor) ([]byte, []byte) { return c.Last() })
-}
-
-func (s *Store) edge(move func(*bolt.Cursor) ([]byte, []byte)) (uint64, error) {
-	var idx uint64
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if k, _ := move(tx.Bucket(bucketLogs).Cursor()); k != nil {
-			idx = binary.BigEndian.Uint64(k)
-		}
-		return nil
-	})
-	return idx, err
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if len(s.locs) == 0 {
+		return 0, nil
+	}
+	return s.first + uint64(len(s.locs)) - 1, nil
 }
 
 // GetLog implements raft.LogStore.
 func (s *Store) GetLog(index uint64, log *raft.Log) error {
-	return s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketLogs).Get(key(index))
-		if v == nil {
-			return raft.ErrLogNotFound
-		}
-		return decode(v, log)
-	})
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if len(s.locs) == 0 || index < s.first || index-s.first >= uint64(len(s.locs)) {
+		return raft.ErrLogNotFound
+	}
+	l := s.locs[index-s.first]
+	b := make([]byte, l.n)
+	if _, err := l.seg.f.ReadAt(b, l.off); err != nil {
+		return fmt.Errorf("raft log: read entry %d: %w", index, err)
+	}
+	return decode(b[1:], log)
 }
 
 // StoreLog implements raft.LogStore.
 func (s *Store) StoreLog(log *raft.Log) error { return s.StoreLogs([]*raft.Log{log}) }
 
-// StoreLogs implements raft.LogStore: one fsynced transaction.
+// StoreLogs implements raft.LogStore: one write, one fsync.
 func (s *Store) StoreLogs(logs []*raft.Log) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketLogs)
-		for _, l := range logs {
-			if err := b.Put(key(l.Index), encode(l)); err != nil {
-				return err
-			}
-		}
+	if len(logs) == 0 {
 		return nil
-	})
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.RLock()
+	next, empty := s.first+uint64(len(s.locs)), len(s.locs) == 0
+	s.mu.RUnlock()
+	for i, l := range logs {
+		if (!empty || i > 0) && l.Index != next {
+			return fmt.Errorf("raft log: store entry %d, expected %d: %w", l.Index, next, ErrCorrupt)
+		}
+		next = l.Index + 1
+	}
+	var buf []byte
+	for _, l := range logs {
+		buf = appendRecord(buf, kindEntry, encode(l))
+	}
+	return s.append(buf)
 }
 
-// DeleteRange implements raft.LogStore (inclusive range).
-func (s *Store) DeleteRange(min, max uint64) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketLogs).Cursor()
-		for k, _ := c.Seek(key(min)); k != nil && binary.BigEndian.Uint64(k) <= max; k, _ = c.Next() {
-			if err := c.Delete(); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+// DeleteRange implements raft.LogStore (inclusive range): a prefix, a
+// suffix, or everything.
+func (s *Store) DeleteRange(lo, hi uint64) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.RLock()
+	_, _, _, err := s.clampDelete(lo, hi)
+	s.mu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("raft log: %w", err)
+	}
+	if err := s.append(appendRecord(nil, kindDelete, deleteBody(lo, hi))); err != nil {
+		return err
+	}
+	return s.dropDeadSegments()
 }
 
 // Set implements raft.StableStore.
 func (s *Store) Set(k, v []byte) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketConf).Put(k, v) })
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.append(appendRecord(nil, kindSet, setBody(k, v)))
 }
 
 // Get implements raft.StableStore.
 func (s *Store) Get(k []byte) ([]byte, error) {
-	var out []byte
-	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketConf).Get(k)
-		if v == nil {
-			return ErrKeyNotFound
-		}
-		out = bytes.Clone(v)
-		return nil
-	})
-	return out, err
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, ok := s.stable[string(k)]
+	if !ok {
+		return nil, ErrKeyNotFound
+	}
+	return bytes.Clone(v), nil
 }
 
 // SetUint64 implements raft.StableStore.
-func (s *Store) SetUint64(k []byte, v uint64) error { return s.Set(k, key(v)) }
+func (s *Store) SetUint64(k []byte, v uint64) error {
+	return s.Set(k, binary.BigEndian.AppendUint64(nil, v))
+}
 
 // GetUint64 implements raft.StableStore.
 func (s *Store) GetUint64(k []byte) (uint64, error) {
@@ -147,10 +245,4 @@ func (s *Store) GetUint64(k []byte) (uint64, error) {
 		return 0, fmt.Errorf("raft store: %q holds %d bytes, not a uint64", k, len(v))
 	}
 	return binary.BigEndian.Uint64(v), nil
-}
-
-func key(i uint64) []byte {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], i)
-	return b[:]
 }
