@@ -8,7 +8,8 @@
 #   scripts/bench/write-path.sh           # 3 rounds of 10 s runs, ~4 minutes
 #   ROUNDS=1 DUR=3 scripts/bench/write-path.sh   # a smoke run
 # Needs wrk, fio and curl; no root. MURE_TOKEN, when set, is sent as the
-# bearer token (a node started with --token). NODE_FLAGS adds serve flags.
+# bearer token (a node started with --token). NODE_FLAGS adds serve flags;
+# MURE_BIN runs that binary instead of building this tree (before/after).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${ROUNDS:-3} dur=${DUR:-10}
@@ -22,8 +23,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
-bin=$work/mure
-go build -o "$bin" ./cmd/mure
+bin=${MURE_BIN:-$work/mure}
+[ -n "${MURE_BIN:-}" ] || go build -o "$bin" ./cmd/mure
 # shellcheck disable=SC2086 # NODE_FLAGS is a list of flags
 "$bin" serve --data "$work/data" --http $addr --peer 127.0.0.1:7997 --log-level error ${NODE_FLAGS:-} >"$work/node.log" 2>&1 &
 node=$!
