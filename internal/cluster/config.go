@@ -98,12 +98,16 @@ type Timing struct {
 	DispatchHold time.Duration
 }
 
-// DefaultTiming suits a LAN.
+// DefaultTiming suits a LAN. It is tuned so that writes are accepted
+// again within about 2 s of the raft leader's death, the write right of
+// its files included (docs/decisions/0017-failover-timings.md): a dead
+// leader is noticed in 0.3–0.9 s, a new one elected in about as much, and
+// its leases wait out the old leader's (ReadLease) before invalidating.
 func DefaultTiming() Timing {
 	return Timing{
-		RaftHeartbeat: time.Second, RaftElection: time.Second, RaftLeaderLease: 500 * time.Millisecond, RaftCommit: 50 * time.Millisecond,
-		GossipProbeInterval: time.Second, GossipProbeTimeout: 500 * time.Millisecond, GossipInterval: 200 * time.Millisecond, GossipSuspicionMult: 4,
-		ReadLease: 2 * time.Second, DeadVoterGrace: 30 * time.Second, FailedAfter: 30 * time.Second, Reconcile: time.Second,
+		RaftHeartbeat: 300 * time.Millisecond, RaftElection: 300 * time.Millisecond, RaftLeaderLease: 150 * time.Millisecond, RaftCommit: 20 * time.Millisecond,
+		GossipProbeInterval: 400 * time.Millisecond, GossipProbeTimeout: 200 * time.Millisecond, GossipInterval: 100 * time.Millisecond, GossipSuspicionMult: 4,
+		ReadLease: time.Second, DeadVoterGrace: 30 * time.Second, FailedAfter: 30 * time.Second, Reconcile: time.Second,
 		SnapshotThreshold: 16384, SnapshotTrailing: 10240,
 		LoadInterval: 500 * time.Millisecond, DispatchFallback: 3 * time.Second, DispatchHold: time.Second,
 	}
