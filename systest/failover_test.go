@@ -39,12 +39,13 @@ func TestFailoverTrials(t *testing.T) {
 	}
 	var took []time.Duration
 	for trial := range trials {
-		l := c.Leader()
-		if _, err := putRetry(ctx, c.Client(l), "f", fmt.Sprint("before-", trial)); err != nil {
+		// A new file per trial: its first writer, the leader, takes its right.
+		l, f := c.Leader(), fmt.Sprint("f", trial)
+		if _, err := putRetry(ctx, c.Client(l), f, "before"); err != nil {
 			t.Fatal(err)
 		}
-		if holder, _ := fileHolders(ctx, t, c, l, "f"); holder != c.ID(l) {
-			t.Fatalf("trial %d: the leader %s wrote f but %q holds its right", trial, c.ID(l), holder)
+		if holder, _ := fileHolders(ctx, t, c, l, f); holder != c.ID(l) {
+			t.Fatalf("trial %d: the leader %s wrote %s but %q holds its right", trial, c.ID(l), f, holder)
 		}
 		var survivors []string
 		for i := range 3 {
@@ -54,7 +55,11 @@ func TestFailoverTrials(t *testing.T) {
 		}
 		start := time.Now()
 		c.Kill(l)
-		d, attempts, err := firstWrite(ctx, start, survivors, fmt.Sprint("after-", trial))
+		phases := func(string, ...any) {}
+		if os.Getenv("MURE_FAILOVER_PHASES") != "" {
+			phases = t.Logf
+		}
+		d, attempts, err := firstWrite(ctx, start, survivors, f, phases)
 		if err != nil {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
@@ -73,20 +78,26 @@ func TestFailoverTrials(t *testing.T) {
 		took[len(took)*9/10].Seconds(), took[len(took)-1].Seconds())
 }
 
-// firstWrite writes path f through the nodes at addrs in turn, one attempt
+// firstWrite writes path through the nodes at addrs in turn, one attempt
 // each (a redirect to the dead node fails that attempt), every 20 ms,
 // until one is acknowledged; it returns the time from start to then.
-func firstWrite(ctx context.Context, start time.Time, addrs []string, body string) (time.Duration, int, error) {
+// phases is told of each new kind of failure (MURE_FAILOVER_PHASES=1).
+func firstWrite(ctx context.Context, start time.Time, addrs []string, path string, phases func(string, ...any)) (time.Duration, int, error) {
+	last := ""
 	cls := make([]*client.Client, len(addrs))
 	for i, a := range addrs {
 		cls[i] = client.New([]string{a}, client.WithAttempts(1))
 	}
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, time.Second)
-		_, err := cls[attempt%len(cls)].Put(actx, "f", strings.NewReader(body), nil)
+		_, err := cls[attempt%len(cls)].Put(actx, path, strings.NewReader("after"), nil)
 		cancel()
 		if err == nil {
 			return time.Since(start), attempt, nil
+		}
+		if kind := failureKind(err); kind != last {
+			last = kind
+			phases("  %v: %s (%v)", time.Since(start).Round(time.Millisecond), kind, err)
 		}
 		if time.Since(start) > 30*time.Second || ctx.Err() != nil {
 			return 0, attempt, fmt.Errorf("no write accepted within %v: %w", time.Since(start), err)
@@ -101,4 +112,15 @@ func median(ds []time.Duration) time.Duration {
 		return ds[n/2]
 	}
 	return (ds[n/2-1] + ds[n/2]) / 2
+}
+
+// failureKind classifies a failed write for the phase log.
+func failureKind(err error) string {
+	msg := err.Error()
+	for _, k := range []string{"connection refused", "deadline exceeded", "no_quorum", "no leader", "unavailable", "503"} {
+		if strings.Contains(msg, k) {
+			return k
+		}
+	}
+	return "other"
 }

@@ -106,7 +106,7 @@ type Timing struct {
 func DefaultTiming() Timing {
 	return Timing{
 		RaftHeartbeat: 300 * time.Millisecond, RaftElection: 300 * time.Millisecond, RaftLeaderLease: 150 * time.Millisecond, RaftCommit: 20 * time.Millisecond,
-		GossipProbeInterval: 400 * time.Millisecond, GossipProbeTimeout: 200 * time.Millisecond, GossipInterval: 100 * time.Millisecond, GossipSuspicionMult: 4,
+		GossipProbeInterval: 200 * time.Millisecond, GossipProbeTimeout: 100 * time.Millisecond, GossipInterval: 100 * time.Millisecond, GossipSuspicionMult: 3,
 		ReadLease: time.Second, DeadVoterGrace: 30 * time.Second, FailedAfter: 30 * time.Second, Reconcile: time.Second,
 		SnapshotThreshold: 16384, SnapshotTrailing: 10240,
 		LoadInterval: 500 * time.Millisecond, DispatchFallback: 3 * time.Second, DispatchHold: time.Second,
