@@ -81,21 +81,6 @@ func (c *Cluster) Alive(id string) bool {
 	return ok && (p.state == GossipAlive || p.state == GossipSuspect)
 }
 
-// Responsive reports whether gossip sees node id alive and not suspected
-// of failure (this node always is). A write takes over the write right of
-// a holder that is not responsive rather than redirecting to it: the
-// takeover is safe whatever the holder's state (its own commits are then
-// refused by their fencing token), and waiting for gossip to declare it
-// dead would add the whole suspicion timeout to a failover
-// (docs/decisions/0017-failover-timings.md).
-func (c *Cluster) Responsive(id string) bool {
-	if id == c.cfg.NodeID {
-		return true
-	}
-	p, ok := c.gossip.view()[id]
-	return ok && p.state == GossipAlive
-}
-
 // RaftStats returns raft's own figures (state, term, indexes).
 func (c *Cluster) RaftStats() map[string]string { return c.raft.Stats() }
 

@@ -104,8 +104,6 @@ func (s *fakeSeat) FSM() *meta.FSM       { return s.c.fsms[s.id] }
 func (s *fakeSeat) IsLeader() bool       { return s.id == s.c.ids[0] }
 func (s *fakeSeat) LeaseInfo() string    { return "fake" }
 func (s *fakeSeat) Alive(id string) bool { return !s.c.dead[id] }
-
-func (s *fakeSeat) Responsive(id string) bool { return !s.c.dead[id] }
 func (s *fakeSeat) HasReadLease() bool {
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()

@@ -24,7 +24,6 @@ type Cluster interface {
 	WaitInvalidationReady(ctx context.Context) error
 	LeasedExcept(keep []string) []string
 	Alive(id string) bool
-	Responsive(id string) bool
 	CatchUp(ctx context.Context) error
 }
 

@@ -106,11 +106,10 @@ func checkWrite(path, idem string) error {
 	return nil
 }
 
-// heldByOther reports whether another responsive node holds cur's write
-// right (the write goes there). A holder gossip suspects of failure is
-// taken over (cluster.Cluster.Responsive).
+// heldByOther reports whether another live node holds cur's write right
+// (the write goes there).
 func (s *Service) heldByOther(cur *meta.File) bool {
-	return cur != nil && cur.Holder != "" && cur.Holder != s.self && s.cl.Responsive(cur.Holder)
+	return cur != nil && cur.Holder != "" && cur.Holder != s.self && s.cl.Alive(cur.Holder)
 }
 
 // idemDone reports whether a write with this idempotency key to path was
