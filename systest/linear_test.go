@@ -31,7 +31,8 @@ import (
 // on three files while nodes are killed and restarted, paused and cut off,
 // then checks the history with porcupine. The short version runs one
 // randomized seed; MURE_ROBUSTNESS_RUNS=N runs N seeds (make
-// test-robustness); MURE_SEED=S replays one seed.
+// test-robustness); MURE_SEED=S replays one seed; MURE_TIMING=default runs
+// the nodes with the production timings instead of the fast ones.
 func TestLinearizabilityUnderFaults(t *testing.T) {
 	runs, dur := 1, 8*time.Second
 	if v, err := strconv.Atoi(os.Getenv("MURE_ROBUSTNESS_RUNS")); err == nil && v > 0 {
@@ -132,7 +133,12 @@ func checkLinearizable(t *testing.T, h *lincheck.History, strict bool) {
 // runWithFaults drives the load and the fault schedule for dur.
 func runWithFaults(t *testing.T, seed int64, dur time.Duration) *lincheck.History {
 	rng := rand.New(rand.NewPCG(uint64(seed), 1))
-	c := testcluster.StartProc(t, 3, "--debug-faults")
+	args := []string{"--debug-faults"}
+	if tm := os.Getenv("MURE_TIMING"); tm != "" {
+		args = append(args, "--timing", tm) // the last --timing wins over the test clusters' fast one
+		t.Logf("timing %s", tm)
+	}
+	c := testcluster.StartProc(t, 3, args...)
 	ctx := procCtx(t, dur+2*time.Minute)
 	policy := []string{"immediate", "idle", "reads"}[rng.IntN(3)]
 	for k, v := range map[string]string{"resume": policy, "resume.idle": "200ms", "resume.reads": "2"} {
