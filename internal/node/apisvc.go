@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,9 @@ type apiService struct {
 	key   transport.Key
 	local atomic.Pointer[frontdoor.LocalListener]
 	fast  atomic.Pointer[filehttp.FastLane]
+
+	mu     sync.Mutex
+	fronts []*filehttp.Front
 }
 
 func newAPIService(n *Node, key transport.Key) *apiService { return &apiService{n: n, key: key} }
@@ -47,13 +51,13 @@ func (a *apiService) Start(_ context.Context, _ service.Env) error {
 	verifier := &frontdoor.Verifier{Key: a.key.HandoverKey(), Dispatcher: func() string { id, _ := n.cl.Dispatcher(); return id },
 		Leader: func() string { id, _ := n.cl.Leader(); return id }}
 	n.serve(n.peerSrv, n.mux.HTTPListener())
-	n.serve(n.httpSrv, frontdoor.AcceptHandovers(n.httpLn, verifier, func(reason string) { n.handedOver.WithLabelValues(reason).Inc() }))
+	n.serve(n.httpSrv, a.front(frontdoor.AcceptHandovers(n.httpLn, verifier, func(reason string) { n.handedOver.WithLabelValues(reason).Inc() })))
 	if n.cfg.Front != nil {
 		// Connections the policy sends to this node itself go to its own
 		// server without a relay.
 		local := frontdoor.NewLocalListener(n.httpLn.Addr())
 		a.local.Store(local)
-		n.serve(n.httpSrv, local)
+		n.serve(n.httpSrv, a.front(local))
 	}
 	if n.fastLn != nil {
 		fast := filehttp.NewFastLane(n.files.svc.Load(), n.advertiseHTTP(), n.fastAllow(), max(n.cfg.MaxInFlight, 256)*16)
@@ -65,6 +69,22 @@ func (a *apiService) Start(_ context.Context, _ service.Env) error {
 		})
 	}
 	return nil
+}
+
+// front puts the file service's front before net/http on ln: plain reads
+// of local copies are answered there, everything else by net/http
+// (filehttp.Front, docs/decisions/0018-front.md).
+func (a *apiService) front(ln net.Listener) net.Listener {
+	n := a.n
+	web := n.files.web.Load()
+	if web == nil {
+		return ln
+	}
+	f := web.NewFront(ln, filehttp.FrontOptions{Allow: n.fastAllow(), IdleTimeout: n.httpSrv.IdleTimeout, HeaderTimeout: n.httpSrv.ReadHeaderTimeout})
+	a.mu.Lock()
+	a.fronts = append(a.fronts, f)
+	a.mu.Unlock()
+	return f
 }
 
 // Stop closes the client ports; in-flight requests get until ctx ends.
@@ -84,19 +104,34 @@ type APIStatus struct {
 	Connections int    `json:"connections"`
 	Refused     int64  `json:"refused"`
 	Fast        string `json:"fast,omitempty"`
+	// FrontServed is the plain reads the front answered itself since the
+	// start (the others went to net/http; docs/decisions/0018-front.md).
+	FrontServed uint64 `json:"front_served"`
 }
 
 func (a *apiService) Status() any {
-	return APIStatus{Connections: a.n.openConns(), Refused: a.n.refused.Load(), Fast: a.n.FastAddr()}
+	st := APIStatus{Connections: a.n.openConns(), Refused: a.n.refused.Load(), Fast: a.n.FastAddr()}
+	a.mu.Lock()
+	for _, f := range a.fronts {
+		st.FrontServed += f.Served()
+	}
+	a.mu.Unlock()
+	return st
 }
 
-// openConns returns the client connections open on both client ports.
+// openConns returns the client connections open on both client ports
+// (net/http's, the fronts' and the fast lane's).
 func (n *Node) openConns() int {
 	c := int(n.conns.Load())
 	if n.api != nil {
 		if fast := n.api.fast.Load(); fast != nil {
 			c += fast.OpenConnections()
 		}
+		n.api.mu.Lock()
+		for _, f := range n.api.fronts {
+			c += f.OpenConnections()
+		}
+		n.api.mu.Unlock()
 	}
 	return c
 }

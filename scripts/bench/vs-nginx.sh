@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# A mure node's read path beside nginx (Debian's), one run, loopback, same
-# files, wrk -t2 -c64: 4 KiB, 64 KiB and 1 MiB, on the main port and on the
-# fast read lane (--http-fast). Needs nginx and wrk
-# (apt-get install nginx-light wrk). Prints a table of req/s and the ratio.
-#   scripts/bench/vs-nginx.sh [DURATION]   (default 10s per measurement)
+# A mure node's read path beside nginx (Debian's), loopback, same files,
+# wrk -t2 -c64: 4 KiB, 64 KiB and 1 MiB, on the main client port (where the
+# front answers plain reads, docs/decisions/0018-front.md) and on the
+# optional fast read lane (--http-fast). The three servers are measured in
+# turn, ROUNDS times, so that a neighbour's load falls on all of them; the
+# table gives each one's median req/s and the ratios of the medians, and
+# the load average before and after. Needs nginx and wrk
+# (apt-get install nginx-light wrk).
+#   scripts/bench/vs-nginx.sh [DURATION] [ROUNDS]   (default 5s, 3 rounds)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-dur=${1:-10s}
+dur=${1:-5s}
+rounds=${2:-3}
 work=$(mktemp -d)
 chmod 755 "$work" # nginx workers run as nobody
 bin=$work/mure
@@ -19,7 +24,10 @@ nginx -c "$work/nginx.conf" &
 npid=$!
 trap 'kill $mpid $npid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 for i in $(seq 50); do curl -sf 127.0.0.1:7990/readyz >/dev/null && break; sleep 0.1; done
-printf "%-6s %12s %16s %16s %7s %7s\n" size "nginx req/s" "mure main req/s" "mure fast req/s" main/ng fast/ng
+echo "load before: $(uptime)"
+rps() { wrk -t2 -c64 -d"$dur" "$1" | awk '/Requests\/sec/ {print $2}'; }
+med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+printf "%-6s %12s %16s %16s %7s %7s   %s\n" size "nginx req/s" "mure main req/s" "mure fast req/s" main/ng fast/ng "rounds (nginx/main/fast)"
 for size in 4096 65536 1048576; do
   f=$work/www/files/bench/f$size
   head -c $size /dev/urandom >"$f" && chmod 644 "$f"
@@ -27,9 +35,14 @@ for size in 4096 65536 1048576; do
   cmp <(curl -sf 127.0.0.1:7990/files/bench/f$size) "$f"
   cmp <(curl -sf 127.0.0.1:7980/files/bench/f$size) "$f"
   cmp <(curl -sf 127.0.0.1:7992/files/bench/f$size) "$f"
-  rps() { wrk -t2 -c64 -d"$dur" "$1" | awk '/Requests\/sec/ {print $2}'; }
-  n=$(rps http://127.0.0.1:7980/files/bench/f$size)
-  m=$(rps http://127.0.0.1:7990/files/bench/f$size)
-  q=$(rps http://127.0.0.1:7992/files/bench/f$size)
-  printf "%-6s %12.0f %16.0f %16.0f %7.2f %7.2f\n" $((size / 1024))K "$n" "$m" "$q" "$(echo "$m / $n" | bc -l)" "$(echo "$q / $n" | bc -l)"
+  ns=() ms=() qs=() all=""
+  for r in $(seq "$rounds"); do
+    n=$(rps http://127.0.0.1:7980/files/bench/f$size)
+    m=$(rps http://127.0.0.1:7990/files/bench/f$size)
+    q=$(rps http://127.0.0.1:7992/files/bench/f$size)
+    ns+=("$n") ms+=("$m") qs+=("$q") all="$all ${n%.*}/${m%.*}/${q%.*}"
+  done
+  n=$(med "${ns[@]}") m=$(med "${ms[@]}") q=$(med "${qs[@]}")
+  printf "%-6s %12.0f %16.0f %16.0f %7.2f %7.2f  %s\n" $((size / 1024))K "$n" "$m" "$q" "$(echo "$m / $n" | bc -l)" "$(echo "$q / $n" | bc -l)" "$all"
 done
+echo "load after: $(uptime)"

@@ -1,0 +1,394 @@
+package filehttp
+
+import (
+	"bufio"
+	"os"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mure-dev/mure/internal/files"
+)
+
+// The front: the client port's listener, in front of net/http. It reads
+// each request head itself and answers a plain whole-file GET or HEAD of a
+// copy this node may serve itself (the file API's Open, the judgment every
+// face uses: fences, read lease, pending, validity; and the caller's
+// grant) with one write (a cached file, with its headers) or headers and
+// sendfile, keeping the connection. Any other request, and every request
+// after it on that connection, goes to net/http with the bytes already
+// read: writes keep redirect-before-body and 100-continue, and ranges,
+// conditions, errors and redirects are answered by the complete protocol.
+// net/http's per-request cost (decision 0004) is what this saves on the
+// reads that matter to throughput (docs/decisions/0018-front.md).
+
+// FrontOptions tunes a Front.
+type FrontOptions struct {
+	// Allow says whether a request's Authorization header may read a key
+	// (nil: every request may). A refused request goes to net/http, which
+	// explains the 401 or 403.
+	Allow func(authorization, key string) bool
+	// IdleTimeout closes a connection idle this long between requests;
+	// HeaderTimeout bounds reading one request head.
+	IdleTimeout, HeaderTimeout time.Duration
+}
+
+// Front is the listener net/http serves: it yields the connections the
+// front hands over.
+type Front struct {
+	inner net.Listener
+	h     *Handler
+	o     FrontOptions
+	open  func(ctx context.Context, key string) (*files.Reader, error)
+
+	start    sync.Once
+	handoff  chan net.Conn
+	done     chan struct{}
+	closeErr error
+	stop     sync.Once
+
+	mu    sync.Mutex
+	conns map[net.Conn]bool // held here; true while idle between requests
+	shut  bool
+
+	served atomic.Uint64
+}
+
+// NewFront returns a front on ln answering plain reads for h; serve the
+// returned listener with net/http (http.Server.Serve).
+func (h *Handler) NewFront(ln net.Listener, o FrontOptions) *Front {
+	if v, err := strconv.Atoi(os.Getenv("MURE_FRONT_COPY_MAX")); err == nil {
+		frontCopyMax = v
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 2 * time.Minute
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = 10 * time.Second
+	}
+	f := &Front{inner: ln, h: h, o: o, handoff: make(chan net.Conn), done: make(chan struct{}), conns: map[net.Conn]bool{}}
+	f.open = func(ctx context.Context, key string) (*files.Reader, error) {
+		return h.svc.Open(ctx, key, files.OpenOptions{})
+	}
+	return f
+}
+
+// Accept returns the next connection for net/http.
+func (f *Front) Accept() (net.Conn, error) {
+	f.start.Do(func() { go f.acceptLoop() })
+	select {
+	case c := <-f.handoff:
+		return c, nil
+	case <-f.done:
+		return nil, f.closeErr
+	}
+}
+
+// Close stops accepting and closes the connections idle in the front;
+// a request being answered finishes first.
+func (f *Front) Close() error {
+	err := f.inner.Close()
+	f.mu.Lock()
+	f.shut = true
+	for c, idle := range f.conns {
+		if idle {
+			c.Close()
+		}
+	}
+	f.mu.Unlock()
+	f.finish(net.ErrClosed)
+	return err
+}
+
+// Addr is the listening address.
+func (f *Front) Addr() net.Addr { return f.inner.Addr() }
+
+// OpenConnections returns the connections the front holds (not yet handed
+// to net/http).
+func (f *Front) OpenConnections() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.conns)
+}
+
+// Served returns the requests the front answered itself.
+func (f *Front) Served() uint64 { return f.served.Load() }
+
+func (f *Front) finish(err error) {
+	f.stop.Do(func() {
+		f.closeErr = err
+		close(f.done)
+	})
+}
+
+func (f *Front) acceptLoop() {
+	for {
+		c, err := f.inner.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			f.finish(err)
+			return
+		}
+		if !f.track(c, true) {
+			c.Close()
+			continue
+		}
+		go f.serveConn(c)
+	}
+}
+
+// track records c as held (idle or not); false once the front is closed.
+func (f *Front) track(c net.Conn, idle bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shut {
+		return false
+	}
+	f.conns[c] = idle
+	return true
+}
+
+func (f *Front) untrack(c net.Conn) {
+	f.mu.Lock()
+	delete(f.conns, c)
+	f.mu.Unlock()
+}
+
+var frontReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, maxFrontHead) }}
+
+// serveConn answers plain reads on c until the client closes, or a
+// request the front does not answer hands c to net/http.
+func (f *Front) serveConn(c net.Conn) {
+	br := frontReaders.Get().(*bufio.Reader)
+	br.Reset(c)
+	defer func() {
+		br.Reset(nil)
+		frontReaders.Put(br)
+	}()
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(f.o.IdleTimeout))
+		if _, err := br.Peek(1); err != nil {
+			f.drop(c)
+			return
+		}
+		if !f.track(c, false) {
+			f.drop(c)
+			return
+		}
+		_ = c.SetReadDeadline(time.Now().Add(f.o.HeaderTimeout))
+		h, verdict := f.readHead(br)
+		_ = c.SetReadDeadline(time.Time{})
+		switch verdict {
+		case headIncomplete:
+			f.drop(c) // the client went away or was too slow
+			return
+		case headHandOver:
+			f.handOver(c, br)
+			return
+		}
+		rd := f.judge(h)
+		if rd == nil {
+			f.handOver(c, br)
+			return
+		}
+		_, _ = br.Discard(h.n)
+		if err := f.answer(c, h, rd); err != nil || h.close {
+			f.drop(c)
+			return
+		}
+		f.served.Add(1)
+		if !f.track(c, true) {
+			f.drop(c)
+			return
+		}
+	}
+}
+
+// readHead reads until a whole head is buffered or judged not ours.
+func (f *Front) readHead(br *bufio.Reader) (frontHead, headVerdict) {
+	for {
+		b, _ := br.Peek(br.Buffered())
+		h, v := parseHead(b)
+		if v != headIncomplete {
+			return h, v
+		}
+		if br.Buffered() >= maxFrontHead {
+			return h, headHandOver
+		}
+		if _, err := br.Peek(br.Buffered() + 1); err != nil {
+			if br.Buffered() > 0 && !errors.Is(err, io.EOF) && !isTimeout(err) {
+				return h, headHandOver
+			}
+			return h, headIncomplete
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// judge opens the local copy h asks for, if this node may answer it here
+// and the caller may read it; nil otherwise.
+func (f *Front) judge(h frontHead) *files.Reader {
+	if f.h.svc != nil && f.h.svc.Explains() {
+		return nil
+	}
+	if f.o.Allow != nil && !f.o.Allow(h.auth, h.key) {
+		return nil
+	}
+	rd, err := f.open(context.Background(), h.key)
+	if err != nil {
+		return nil // held elsewhere, missing, pending, no lease: net/http says so
+	}
+	return rd
+}
+
+func (f *Front) drop(c net.Conn) {
+	f.untrack(c)
+	c.Close()
+}
+
+// handOver gives c to net/http, replaying what the front has read.
+func (f *Front) handOver(c net.Conn, br *bufio.Reader) {
+	f.untrack(c)
+	b, _ := br.Peek(br.Buffered())
+	rc := &replayConn{Conn: c, pending: append([]byte(nil), b...)}
+	select {
+	case f.handoff <- rc:
+	case <-f.done:
+		c.Close()
+	}
+}
+
+// replayConn is a connection whose first reads return bytes already read.
+type replayConn struct {
+	net.Conn
+	pending []byte
+}
+
+func (c *replayConn) Read(p []byte) (int, error) {
+	if len(c.pending) > 0 {
+		n := copy(p, c.pending)
+		c.pending = c.pending[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// ReadFrom keeps sendfile for what net/http writes.
+func (c *replayConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+// answer writes the response to h from rd, and closes rd.
+func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader) error {
+	info := rd.Info()
+	data := rd.Bytes()
+	size := rd.Length()
+	buf := frontBufs.Get().(*[]byte)
+	defer frontBufs.Put(buf)
+	b := f.appendHead((*buf)[:0], info, size, h.close)
+	body := h.get
+	if body && data != nil && len(data) <= frontCopyMax {
+		b = append(b, data...) // one write: head and body
+		body = false
+	}
+	*buf = b
+	_, err := c.Write(b)
+	switch {
+	case err != nil || !body:
+	case data != nil:
+		_, err = c.Write(data)
+	case rd.File() != nil:
+		_, err = sendFile(c, rd.File())
+	default:
+		_, err = io.Copy(c, rd) // checked as it is read
+	}
+	if h.get {
+		f.h.svc.Metrics().Sent(info.Size)
+	}
+	if rd.Holding() {
+		client := h.client
+		if client == "" {
+			client, _, _ = net.SplitHostPort(c.RemoteAddr().String())
+		}
+		rd.ReadBy(client)
+	}
+	if cerr := rd.Close(); err == nil {
+		err = cerr // a copy found corrupt: close before Content-Length bytes
+	}
+	return err
+}
+
+// frontCopyMax is the largest cached file sent in one write with its head
+// (copied after it); a larger one goes in a write of its own.
+var frontCopyMax = 64 << 10
+
+var frontBufs = sync.Pool{New: func() any { b := make([]byte, 0, 65<<10); return &b }}
+
+// appendHead appends the status line and headers of a whole-file answer,
+// the same as the main handler's (serve).
+func (f *Front) appendHead(b []byte, info files.Info, size int64, closing bool) []byte {
+	b = append(b, "HTTP/1.1 200 OK\r\nAccept-Ranges: bytes\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, size, 10)
+	b = append(b, "\r\nContent-Type: application/octet-stream\r\nDate: "...)
+	b = appendDate(b)
+	b = append(b, "\r\nEtag: "...)
+	b = append(b, info.ETag...)
+	b = append(b, "\r\nLast-Modified: "...)
+	b = info.Modified.UTC().AppendFormat(b, http.TimeFormat)
+	b = append(b, "\r\nX-Mure-Node: "...)
+	b = append(b, f.h.nodeHeader[0]...)
+	b = append(b, "\r\nX-Mure-Sha256: "...)
+	b = append(b, info.SHA256...)
+	b = append(b, "\r\nX-Mure-Version: "...)
+	b = strconv.AppendUint(b, info.Version, 10)
+	if closing {
+		b = append(b, "\r\nConnection: close"...)
+	}
+	return append(b, "\r\n\r\n"...)
+}
+
+// The Date header, formatted once a second.
+var frontDate struct {
+	mu   sync.Mutex
+	sec  int64
+	text []byte
+}
+
+func appendDate(b []byte) []byte {
+	now := time.Now()
+	frontDate.mu.Lock()
+	if s := now.Unix(); s != frontDate.sec {
+		frontDate.sec = s
+		frontDate.text = now.UTC().AppendFormat(frontDate.text[:0], http.TimeFormat)
+	}
+	b = append(b, frontDate.text...)
+	frontDate.mu.Unlock()
+	return b
+}
+
+// sendFile copies f to c with sendfile. io.Copy would not: it prefers the
+// file's WriteTo, which hands the connection a wrapper that the TCP
+// connection's ReadFrom no longer recognises as a file.
+func sendFile(c net.Conn, f *os.File) (int64, error) {
+	if rf, ok := c.(io.ReaderFrom); ok {
+		return rf.ReadFrom(f)
+	}
+	return io.Copy(c, f)
+}

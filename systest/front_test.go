@@ -1,0 +1,151 @@
+package systest
+
+import (
+	"bufio"
+	"crypto/rand"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mure-dev/mure/internal/node"
+	"github.com/mure-dev/mure/internal/testcluster"
+)
+
+// frontServed returns how many reads node i's front answered itself.
+func frontServed(t *testing.T, c *testcluster.Cluster, i int) uint64 {
+	t.Helper()
+	var st node.APIStatus
+	if ok, err := c.Nodes[i].Status().Service("api", &st); !ok || err != nil {
+		t.Fatalf("api status: %v %v", ok, err)
+	}
+	return st.FrontServed
+}
+
+// TestFrontOnMainPort: the main client port answers a plain whole-file read
+// of a local copy in the front (from memory or by sendfile) with the same
+// bytes and headers net/http gives the same read, keeps the connection,
+// and hands everything else to net/http on that connection: a write read
+// after it on the same connection, a range, a bad path.
+func TestFrontOnMainPort(t *testing.T) {
+	c := testcluster.Start(t, 2)
+	cl := c.Client(0)
+	small, large := make([]byte, 4<<10), make([]byte, 3<<20) // the cache holds up to 64 KiB
+	rand.Read(small)
+	rand.Read(large)
+	put(t, cl, "front/small", string(small))
+	put(t, cl, "front/large", string(large))
+	addr := c.HTTPAddr(0)
+
+	for _, tc := range []struct {
+		name string
+		path string
+		body []byte
+	}{{"small from memory", "/files/front/small", small}, {"large by sendfile", "/files/front/large", large}} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := frontServed(t, c, 0)
+			fast := frontGet(t, addr, "GET "+tc.path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+			if frontServed(t, c, 0) != before+1 {
+				t.Fatalf("the front did not answer (served %d, then %d)", before, frontServed(t, c, 0))
+			}
+			// An unknown header sends the same read to net/http.
+			slow := frontGet(t, addr, "GET "+tc.path+" HTTP/1.1\r\nHost: x\r\nX-Other: 1\r\n\r\n")
+			if frontServed(t, c, 0) != before+1 {
+				t.Fatal("the front answered a request with an unknown header")
+			}
+			if fast.StatusCode != 200 || string(fast.body) != string(tc.body) || slow.StatusCode != 200 || string(slow.body) != string(tc.body) {
+				t.Fatalf("front %d (%d bytes), net/http %d (%d bytes), want 200 and %d bytes", fast.StatusCode, len(fast.body), slow.StatusCode, len(slow.body), len(tc.body))
+			}
+			for k := range slow.Header {
+				if k != "Date" && fast.Header.Get(k) != slow.Header.Get(k) {
+					t.Errorf("header %s: front %q, net/http %q", k, fast.Header.Get(k), slow.Header.Get(k))
+				}
+			}
+			if len(fast.Header) != len(slow.Header) {
+				t.Errorf("front headers %v, net/http %v", fast.Header, slow.Header)
+			}
+		})
+	}
+
+	t.Run("one connection, reads and a write", func(t *testing.T) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(conn)
+		do := func(req string) (*http.Response, string) {
+			t.Helper()
+			if _, err := io.WriteString(conn, req); err != nil {
+				t.Fatal(err)
+			}
+			method, _, _ := strings.Cut(req, " ")
+			resp, err := http.ReadResponse(br, &http.Request{Method: method})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp, string(b)
+		}
+		if resp, b := do("GET /files/front/small HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode != 200 || b != string(small) {
+			t.Fatalf("first read: %d", resp.StatusCode)
+		}
+		if resp, _ := do("HEAD /files/front/large HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode != 200 || resp.ContentLength != int64(len(large)) {
+			t.Fatalf("head: %d, length %d", resp.StatusCode, resp.ContentLength)
+		}
+		if resp, _ := do("PUT /files/front/small HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nnew"); resp.StatusCode != 200 {
+			t.Fatalf("write: %d", resp.StatusCode)
+		}
+		if resp, b := do("GET /files/front/small HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode != 200 || b != "new" {
+			t.Fatalf("read after the write on the same connection: %d %q", resp.StatusCode, b)
+		}
+		if resp, b := do("GET /files/front/large HTTP/1.1\r\nHost: x\r\nRange: bytes=1-2\r\n\r\n"); resp.StatusCode != 206 || b != string(large[1:3]) {
+			t.Fatalf("range: %d %q", resp.StatusCode, b)
+		}
+		if resp, _ := do("GET /files/front//small HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode != 400 {
+			t.Fatalf("bad path: %d, want 400", resp.StatusCode)
+		}
+	})
+
+	t.Run("a read after a write elsewhere", func(t *testing.T) {
+		for i := range 5 {
+			v := strings.Repeat("v", i+1)
+			put(t, c.Client(1), "front/moving", v)
+			if resp := frontGet(t, addr, "GET /files/front/moving HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode == 200 && string(resp.body) != v {
+				t.Fatalf("read %q after the write of %q was acknowledged", resp.body, v)
+			}
+		}
+	})
+}
+
+type frontResponse struct {
+	*http.Response
+	body []byte
+}
+
+// frontGet sends one request head on a new connection and reads the answer.
+func frontGet(t *testing.T, addr, req string) frontResponse {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return frontResponse{resp, b}
+}
