@@ -2,12 +2,12 @@ package filehttp
 
 import (
 	"bufio"
-	"os"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
