@@ -63,9 +63,6 @@ type Front struct {
 // NewFront returns a front on ln answering plain reads for h; serve the
 // returned listener with net/http (http.Server.Serve).
 func (h *Handler) NewFront(ln net.Listener, o FrontOptions) *Front {
-	if v, err := strconv.Atoi(os.Getenv("MURE_FRONT_COPY_MAX")); err == nil {
-		frontCopyMax = v
-	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 2 * time.Minute
 	}
@@ -337,7 +334,7 @@ func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader) error {
 
 // frontCopyMax is the largest cached file sent in one write with its head
 // (copied after it); a larger one goes in a write of its own.
-var frontCopyMax = 64 << 10
+const frontCopyMax = 64 << 10
 
 var frontBufs = sync.Pool{New: func() any { b := make([]byte, 0, 65<<10); return &b }}
 
