@@ -200,6 +200,27 @@ func (l *Limiter) acquire(w http.ResponseWriter, r *http.Request) bool {
 
 func (l *Limiter) release() { <-l.slots }
 
+// TryAcquire takes a free slot without waiting, for a face that answers
+// some requests before net/http sees them (filehttp.Front). It reports
+// false when no slot is free or requests already wait for one: the caller
+// then sends the request through Wrap, which queues or refuses it.
+// Release gives the slot back.
+func (l *Limiter) TryAcquire() bool {
+	if l.waiting.Load() > 0 {
+		return false
+	}
+	select {
+	case l.slots <- struct{}{}:
+		l.m.wait.Observe(0)
+		return true
+	default:
+		return false
+	}
+}
+
+// Release gives back a slot TryAcquire took.
+func (l *Limiter) Release() { l.release() }
+
 func (l *Limiter) reject(w http.ResponseWriter) {
 	inFlight, queued := l.Stats()
 	secs := strconv.Itoa(l.cfg.RetryAfter)

@@ -519,3 +519,23 @@ func TestBurst(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestTryAcquire: a free slot is taken without waiting; none is when every
+// slot is taken or a request waits for one (it is not overtaken).
+func TestTryAcquire(t *testing.T) {
+	l := New(Config{MaxInFlight: 1, MaxQueue: 1}, nil)
+	if !l.TryAcquire() {
+		t.Fatal("no slot taken from an idle limiter")
+	}
+	if l.TryAcquire() {
+		t.Fatal("a second slot taken from a limiter of one")
+	}
+	l.Release()
+	if in, _ := l.Stats(); in != 0 {
+		t.Fatalf("%d in flight after Release", in)
+	}
+	l.waiting.Add(1) // as if a request were queued
+	if l.TryAcquire() {
+		t.Fatal("a slot taken ahead of a waiting request")
+	}
+}

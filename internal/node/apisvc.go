@@ -80,7 +80,7 @@ func (a *apiService) front(ln net.Listener) net.Listener {
 	if web == nil {
 		return ln
 	}
-	f := web.NewFront(ln, filehttp.FrontOptions{Allow: n.fastAllow(), IdleTimeout: n.httpSrv.IdleTimeout, HeaderTimeout: n.httpSrv.ReadHeaderTimeout})
+	f := web.NewFront(ln, filehttp.FrontOptions{Allow: n.fastAllow(), Slots: n.admission, IdleTimeout: n.httpSrv.IdleTimeout, HeaderTimeout: n.httpSrv.ReadHeaderTimeout})
 	a.mu.Lock()
 	a.fronts = append(a.fronts, f)
 	a.mu.Unlock()

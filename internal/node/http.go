@@ -44,6 +44,7 @@ func (n *Node) clientHandler() http.Handler {
 	// The peer API is not limited: a client request waiting on a peer
 	// while that peer's requests wait here would deadlock.
 	lim := admission.New(admission.Config{MaxInFlight: n.cfg.MaxInFlight, MaxQueue: n.cfg.MaxQueue}, n.reg)
+	n.admission = lim // the front's reads take its slots too
 	wlim := admission.New(admission.Config{MaxInFlight: cmp.Or(n.cfg.MaxWriteInFlight, DefaultMaxWriteInFlight),
 		MaxQueue: cmp.Or(n.cfg.MaxWriteQueue, DefaultMaxWriteQueue), Subsystem: "write_admission"}, n.reg)
 	return n.instrument(n.guarded(lim.Wrap(writesThrough(wlim, n.route(mux)))))

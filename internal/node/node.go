@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mure-dev/mure/internal/admission"
 	"github.com/mure-dev/mure/internal/apps"
 	"github.com/mure-dev/mure/internal/auth"
 	"github.com/mure-dev/mure/internal/cluster"
@@ -52,12 +53,14 @@ type Node struct {
 	// services mount their paths.
 	routes, peerRoutes *http.ServeMux
 
-	svcs   services
-	files  *filesService
-	api    *apiService
-	auth   *nodeAuth
-	door   *frontdoor.Service // nil without a front door
-	single *dsc.Service       // single-address mode only
+	svcs  services
+	files *filesService
+	api   *apiService
+	auth  *nodeAuth
+	// admission is the client API's admission control (clientHandler).
+	admission *admission.Limiter
+	door      *frontdoor.Service // nil without a front door
+	single    *dsc.Service       // single-address mode only
 
 	// conns counts the client connections open on the main port (direct
 	// and handed over); gossiped as the node's load.

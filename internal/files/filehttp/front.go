@@ -34,6 +34,13 @@ type FrontOptions struct {
 	// (nil: every request may). A refused request goes to net/http, which
 	// explains the 401 or 403.
 	Allow func(authorization, key string) bool
+	// Slots, when set, is the client API's admission control: a read the
+	// front answers holds a slot; with none free, the read goes to
+	// net/http, which queues or refuses it (internal/admission).
+	Slots interface {
+		TryAcquire() bool
+		Release()
+	}
 	// IdleTimeout closes a connection idle this long between requests;
 	// HeaderTimeout bounds reading one request head.
 	IdleTimeout, HeaderTimeout time.Duration
@@ -199,7 +206,11 @@ func (f *Front) serveConn(c net.Conn) {
 			return
 		}
 		_, _ = br.Discard(h.n)
-		if err := f.answer(c, h, rd); err != nil || h.close {
+		err := f.answer(c, h, rd)
+		if f.o.Slots != nil {
+			f.o.Slots.Release()
+		}
+		if err != nil || h.close {
 			f.drop(c)
 			return
 		}
@@ -236,8 +247,8 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// judge opens the local copy h asks for, if this node may answer it here
-// and the caller may read it; nil otherwise.
+// judge opens the local copy h asks for, if this node may answer it here,
+// the caller may read it and a slot is free (then held); nil otherwise.
 func (f *Front) judge(h frontHead) *files.Reader {
 	if f.h.svc != nil && f.h.svc.Explains() {
 		return nil
@@ -245,8 +256,14 @@ func (f *Front) judge(h frontHead) *files.Reader {
 	if f.o.Allow != nil && !f.o.Allow(h.auth, h.key) {
 		return nil
 	}
+	if f.o.Slots != nil && !f.o.Slots.TryAcquire() {
+		return nil
+	}
 	rd, err := f.open(context.Background(), h.key)
 	if err != nil {
+		if f.o.Slots != nil {
+			f.o.Slots.Release()
+		}
 		return nil // held elsewhere, missing, pending, no lease: net/http says so
 	}
 	return rd
