@@ -99,13 +99,15 @@ type Timing struct {
 }
 
 // DefaultTiming suits a LAN. It is tuned so that writes are accepted
-// again within about 2 s of the raft leader's death, the write right of
-// its files included (docs/decisions/0017-failover-timings.md): a dead
-// leader is noticed in 0.3–0.9 s, a new one elected in about as much, and
-// its leases wait out the old leader's (ReadLease) before invalidating.
+// again within 2 s of the raft leader's death, the write right of its
+// files included (docs/decisions/0017-failover-timings.md): raft notices
+// a dead leader in 0.3–0.9 s and elects another, which waits out the old
+// leader's read leases (ReadLease) before it invalidates a copy; gossip
+// finds the dead holder of a right in about 0.2–0.6 s of probing plus
+// 0.6 s of suspicion, after which a write takes the right over.
 func DefaultTiming() Timing {
 	return Timing{
-		RaftHeartbeat: 300 * time.Millisecond, RaftElection: 300 * time.Millisecond, RaftLeaderLease: 150 * time.Millisecond, RaftCommit: 20 * time.Millisecond,
+		RaftHeartbeat: 300 * time.Millisecond, RaftElection: 300 * time.Millisecond, RaftLeaderLease: 300 * time.Millisecond, RaftCommit: 20 * time.Millisecond,
 		GossipProbeInterval: 200 * time.Millisecond, GossipProbeTimeout: 100 * time.Millisecond, GossipInterval: 100 * time.Millisecond, GossipSuspicionMult: 3,
 		ReadLease: time.Second, DeadVoterGrace: 30 * time.Second, FailedAfter: 30 * time.Second, Reconcile: time.Second,
 		SnapshotThreshold: 16384, SnapshotTrailing: 10240,
