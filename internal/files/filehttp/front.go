@@ -189,9 +189,7 @@ func (f *Front) serveConn(c net.Conn) {
 			f.drop(c)
 			return
 		}
-		_ = c.SetReadDeadline(time.Now().Add(f.o.HeaderTimeout))
-		h, verdict := f.readHead(br)
-		_ = c.SetReadDeadline(time.Time{})
+		h, verdict := f.readHead(c, br)
 		switch verdict {
 		case headIncomplete:
 			f.drop(c) // the client went away or was too slow
@@ -222,9 +220,11 @@ func (f *Front) serveConn(c net.Conn) {
 	}
 }
 
-// readHead reads until a whole head is buffered or judged not ours.
-func (f *Front) readHead(br *bufio.Reader) (frontHead, headVerdict) {
-	for {
+// readHead reads until a whole head is buffered or judged not ours. The
+// head usually comes in the read that ended the idle wait; only a head in
+// pieces gets a deadline of its own (HeaderTimeout, as net/http's).
+func (f *Front) readHead(c net.Conn, br *bufio.Reader) (frontHead, headVerdict) {
+	for first := true; ; first = false {
 		b, _ := br.Peek(br.Buffered())
 		h, v := parseHead(b)
 		if v != headIncomplete {
@@ -232,6 +232,9 @@ func (f *Front) readHead(br *bufio.Reader) (frontHead, headVerdict) {
 		}
 		if br.Buffered() >= maxFrontHead {
 			return h, headHandOver
+		}
+		if first {
+			_ = c.SetReadDeadline(time.Now().Add(f.o.HeaderTimeout))
 		}
 		if _, err := br.Peek(br.Buffered() + 1); err != nil {
 			if br.Buffered() > 0 && !errors.Is(err, io.EOF) && !isTimeout(err) {
@@ -277,6 +280,7 @@ func (f *Front) drop(c net.Conn) {
 // handOver gives c to net/http, replaying what the front has read.
 func (f *Front) handOver(c net.Conn, br *bufio.Reader) {
 	f.untrack(c)
+	_ = c.SetReadDeadline(time.Time{}) // net/http sets its own
 	b, _ := br.Peek(br.Buffered())
 	rc := &replayConn{Conn: c, pending: append([]byte(nil), b...)}
 	select {
