@@ -24,7 +24,7 @@ const staticAdmin = "static-admin-token"
 func secured(t *testing.T, n int, more ...func(cfg *node.Config)) *testcluster.Cluster {
 	return testcluster.Start(t, n, testcluster.Options{Setup: func(i int, cfg *node.Config) {
 		cfg.Token = staticAdmin
-		cfg.Auth = node.AuthConfig{Required: true, HashParams: auth.TestHashParams(), MetricsToken: "scrape-me",
+		cfg.Auth = node.AuthConfig{HashParams: auth.TestHashParams(), MetricsToken: "scrape-me",
 			AnonymousRead: []auth.Grant{{Prefix: "pub/"}}}
 		for _, f := range more {
 			f(cfg)
@@ -39,6 +39,10 @@ type answer struct {
 	body   map[string]any
 }
 
+// bare sends requests as they are: no credential added (unlike
+// http.DefaultClient in this package, see TestMain).
+var bare = &http.Client{Transport: http.DefaultTransport}
+
 func call(t *testing.T, addr, method, path, authz, body string) answer {
 	t.Helper()
 	req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
@@ -51,7 +55,7 @@ func call(t *testing.T, addr, method, path, authz, body string) answer {
 	if body != "" && strings.HasPrefix(path, "/auth/") {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := bare.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +205,7 @@ func TestTokenRevocationAcrossNodes(t *testing.T) {
 	})
 	nd := c.AddWith(testcluster.Options{Setup: func(i int, cfg *node.Config) {
 		cfg.Token = staticAdmin
-		cfg.Auth = node.AuthConfig{Required: true, HashParams: auth.TestHashParams()}
+		cfg.Auth = node.AuthConfig{HashParams: auth.TestHashParams()}
 	}})
 	if c.Nodes[nd.Index].Cluster().RaftStats()["last_snapshot_index"] == "0" {
 		t.Fatal("the new node was not brought up by a snapshot; the test does not test what it says")
@@ -229,7 +233,7 @@ func TestLoginRateLimitAndAudit(t *testing.T) {
 	}
 	req, _ := http.NewRequest("GET", "http://"+addr+"/auth/whoami", nil)
 	req.Header.Set("Authorization", basic("alice", "alice-pass-1"))
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := bare.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

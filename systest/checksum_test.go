@@ -66,7 +66,7 @@ func randomBytes(n int, seed uint64) []byte {
 // noRedirect is one GET on node addr that does not follow redirects;
 // err is set when the body could not be read whole.
 func noRedirect(ctx context.Context, addr, path string) (status int, body []byte, err error) {
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	hc := &http.Client{Transport: testcluster.Authorize(nil), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/files/"+path, nil)
 	if err != nil {
 		return 0, nil, err

@@ -30,7 +30,7 @@ func TestFastReadLane(t *testing.T) {
 	put(t, cl, "fast/large", string(large))
 	fast := "http://" + c.Nodes[0].FastAddr()
 	main := "http://" + c.HTTPAddr(0)
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	noFollow := &http.Client{Transport: testcluster.Authorize(nil), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 	for _, tc := range []struct {
 		name, method, path string

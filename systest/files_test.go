@@ -59,7 +59,7 @@ func mustGet(t *testing.T, c *client.Client, path, want string) {
 // rawGet does one GET without following redirects.
 func rawGet(t *testing.T, addr, path string) *http.Response {
 	t.Helper()
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	hc := &http.Client{Transport: testcluster.Authorize(nil), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := hc.Get("http://" + addr + "/files/" + path)
 	if err != nil {
 		t.Fatalf("GET %s on %s: %v", path, addr, err)
@@ -194,7 +194,7 @@ func TestWriteRedirectsToHolder(t *testing.T) {
 	// redirected before its body is read, and lands on node 0.
 	req, _ := http.NewRequest(http.MethodPut, "http://"+c.HTTPAddr(2)+"/files/f", strings.NewReader("from2"))
 	req.Header.Set("Expect", "100-continue")
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	hc := &http.Client{Transport: testcluster.Authorize(nil), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)

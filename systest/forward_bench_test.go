@@ -65,7 +65,7 @@ func BenchmarkForwarding(b *testing.B) {
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: 256}
 	b.Cleanup(tr.CloseIdleConnections)
-	hc := &http.Client{Transport: tr} // follows 307s
+	hc := &http.Client{Transport: testcluster.Authorize(tr)} // follows 307s
 	modes := []struct {
 		name    string
 		node    int

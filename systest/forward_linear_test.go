@@ -187,7 +187,7 @@ func opReadForwarded(ctx context.Context, h *lincheck.History, id int, addr, key
 	call := h.Now()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/files/"+key, nil)
 	req.Header.Set("X-Mure-Forward", "1")
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	hc := &http.Client{Transport: testcluster.Authorize(nil), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return "", "", false

@@ -34,7 +34,7 @@ func TestForwardingOverHTTP(t *testing.T) {
 	if f.Holder != holder || out < 0 {
 		t.Fatalf("after the write: holder %s valid %v, want holder %s and a node with no copy", f.Holder, f.Valid, holder)
 	}
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	noFollow := &http.Client{Transport: testcluster.Authorize(nil), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	do := func(method, forward, rng, body string) (*http.Response, string) {
 		t.Helper()
 		var rd io.Reader

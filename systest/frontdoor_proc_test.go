@@ -33,7 +33,7 @@ type frontStatus struct {
 }
 
 func procFrontStatus(c *testcluster.ProcCluster, i int) (*frontStatus, error) {
-	hc := &http.Client{Timeout: time.Second}
+	hc := &http.Client{Transport: testcluster.Authorize(nil), Timeout: time.Second}
 	resp, err := hc.Get("http://" + c.HTTPAddr(i) + "/status")
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func procHolder(t *testing.T, c *testcluster.ProcCluster) int {
 // answered by a live node (following the front door's redirect: a
 // redirect to a dead node is a failed connection for the client).
 func frontCanConnect(front string) bool {
-	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 300 * time.Millisecond}
+	hc := &http.Client{Transport: testcluster.Authorize(&http.Transport{DisableKeepAlives: true}), Timeout: 300 * time.Millisecond}
 	resp, err := hc.Get("http://" + front + "/healthz")
 	if err != nil {
 		return false
@@ -120,7 +120,7 @@ func startSlowDownloads(ctx context.Context, front, path string, k int, follow b
 		d := &slowDownload{started: make(chan struct{})}
 		out = append(out, d)
 		wg.Go(func() {
-			hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true},
+			hc := &http.Client{Transport: testcluster.Authorize(&http.Transport{DisableKeepAlives: true}),
 				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 			url := "http://" + front + path
 			if follow {

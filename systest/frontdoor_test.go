@@ -69,7 +69,7 @@ func waitFrontReady(t *testing.T, c *testcluster.Cluster, addr string, n int) {
 // every request, as a new client would.
 func noFollow() *http.Client {
 	return &http.Client{
-		Transport:     &http.Transport{DisableKeepAlives: true},
+		Transport:     testcluster.Authorize(&http.Transport{DisableKeepAlives: true}),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		Timeout:       10 * time.Second,
 	}
@@ -259,7 +259,7 @@ func TestFrontDoorProxy(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
 		t.Fatalf("PUT through the proxy: %d", resp.StatusCode)
 	}
-	follow := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	follow := &http.Client{Transport: testcluster.Authorize(&http.Transport{DisableKeepAlives: true}), Timeout: 10 * time.Second}
 	for range 3 {
 		resp, err := follow.Get("http://" + front + "/files/fd/a")
 		if err != nil {

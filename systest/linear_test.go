@@ -285,7 +285,7 @@ func opRead(ctx context.Context, h *lincheck.History, id int, addr, key string) 
 	in := lincheck.Input{Kind: lincheck.Read, Key: key}
 	call := h.Now()
 	var trail []string
-	hc := &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	hc := &http.Client{Transport: testcluster.Authorize(nil), CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		trail = append(trail, req.Response.Header.Get("X-Mure-Node")+"→")
 		if len(via) >= 10 {
 			return errors.New("too many redirects")

@@ -63,7 +63,7 @@ func TestTokenRequired(t *testing.T) {
 		if tc.token != "" {
 			req.Header.Set("Authorization", "Bearer "+tc.token)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := bare.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mure-dev/mure/internal/testcluster"
 )
 
 // errLog keeps the first few failures seen by concurrent goroutines.
@@ -54,7 +56,7 @@ type overloadLoad struct {
 
 func newOverloadLoad(addr string, clients, files, getLen, putSize int) *overloadLoad {
 	l := &overloadLoad{done: make(chan struct{}), tr: &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients}}
-	hc := &http.Client{Transport: l.tr, Timeout: 30 * time.Second}
+	hc := &http.Client{Transport: testcluster.Authorize(l.tr), Timeout: 30 * time.Second}
 	body := bytes.Repeat([]byte("p"), putSize)
 	for i := range clients {
 		l.wg.Go(func() {
@@ -139,7 +141,7 @@ type probeLog struct {
 func (p *probeLog) run(addr string, maxInFlight int, stop <-chan struct{}) {
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	hc := &http.Client{Transport: testcluster.Authorize(tr), Timeout: 10 * time.Second}
 	full := []byte("mure_admission_in_flight " + strconv.Itoa(maxInFlight) + "\n")
 	pace := time.NewTicker(20 * time.Millisecond)
 	defer pace.Stop()

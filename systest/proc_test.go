@@ -54,7 +54,7 @@ func putRetry(ctx context.Context, cl *client.Client, path, body string) (retrie
 // directGet is one GET on addr without following redirects; it returns
 // the status, the X-Mure-Sha256 header and the body.
 func directGet(ctx context.Context, addr, path string) (int, string, string, error) {
-	hc := &http.Client{Timeout: 2 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	hc := &http.Client{Transport: testcluster.Authorize(nil), Timeout: 2 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/files/"+path, nil)
 	if err != nil {
 		return 0, "", "", err

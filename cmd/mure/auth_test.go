@@ -29,7 +29,7 @@ func withStdin(t *testing.T, s string, fn func()) {
 // revocation, and the refusal without a credential.
 func TestUserAndTokenCommands(t *testing.T) {
 	c := testcluster.Start(t, 1, testcluster.Options{Setup: func(i int, cfg *node.Config) {
-		cfg.Auth = node.AuthConfig{Required: true, HashParams: auth.TestHashParams()}
+		cfg.Auth = node.AuthConfig{HashParams: auth.TestHashParams()}
 	}})
 	nd := c.Nodes[0]
 	if fi, err := os.Stat(nd.AdminTokenPath()); err != nil || fi.Mode().Perm() != 0o600 {

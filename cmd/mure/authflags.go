@@ -13,10 +13,11 @@ import (
 // returned function checks them after parsing and fills cfg.Auth.
 func authFlags(fs *flag.FlagSet, cfg *node.Config) func() error {
 	fs.StringVar(&cfg.Token, "token", os.Getenv("MURE_TOKEN"), "deprecated: a static admin bearer token (default $MURE_TOKEN); switches --auth on. Use users' tokens (mure token create)")
-	fs.BoolVar(&cfg.Auth.Required, "auth", false, "every client request must authenticate (a bearer token, or a user's password or access key by Basic over TLS or from loopback); /healthz and /readyz stay open (docs/security.md)")
+	secure := fs.Bool("auth", true, "every client request authenticates (a bearer token, or a user's password or access key by Basic over TLS or from loopback); /healthz and /readyz stay open. --auth=false opens the API to whoever reaches it (docs/security.md)")
 	anon := fs.String("anonymous-read", "", "comma-separated file key prefixes anyone may read without credentials (e.g. pub/; \"\" for none; a lone comma-free value \"*\" opens every file)")
 	fs.StringVar(&cfg.Auth.MetricsToken, "metrics-token", os.Getenv("MURE_METRICS_TOKEN"), "a bearer token that may read /metrics and nothing else (default $MURE_METRICS_TOKEN; without it /metrics needs an admin when --auth is on)")
 	return func() error {
+		cfg.Auth.Open = !*secure
 		for _, p := range strings.Split(*anon, ",") {
 			p = strings.TrimSpace(p)
 			if p == "" {

@@ -21,6 +21,7 @@ import (
 // address.
 func newBenchNode(t *testing.T) string {
 	c := testcluster.Start(t, 1)
+	t.Setenv("MURE_TOKEN", c.Token()) // mure bench authenticates as the admin
 	return c.HTTPAddr(0)
 }
 

@@ -40,7 +40,7 @@ func TestRunDistributed(t *testing.T) {
 	c := testcluster.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p := Params{Nodes: []string{c.HTTPAddr(0)}, Clients: 3, Files: 2, Sizes: []int64{1024},
+	p := Params{Nodes: []string{c.HTTPAddr(0)}, Token: c.Token(), Clients: 3, Files: 2, Sizes: []int64{1024},
 		Ops: []string{"read", "write"}, Sets: []string{"own", "common"}, Reps: 2,
 		Load: Load{Count: 15, Timeout: 10 * time.Second}}
 	rep, err := RunDistributed(ctx, p, []Worker{jsonWorker(t), jsonWorker(t)})

@@ -47,8 +47,9 @@ func (n *Node) openAuth(key transport.Key) error {
 	}
 	a.guard = &authhttp.Guard{Auth: a.authn, Limiter: lim, Classify: classify, Anonymous: n.cfg.Auth.AnonymousRead,
 		MetricsToken: n.cfg.Auth.MetricsToken, Audit: audit,
-		// --token alone keeps its old meaning: /metrics open.
-		MetricsOpen: !n.cfg.Auth.Required && n.cfg.Auth.MetricsToken == "",
+		// A cluster upgraded with --token keeps /metrics open, as
+		// before, until it sets a scrape token.
+		MetricsOpen: n.cfg.Token != "" && n.cfg.Auth.MetricsToken == "",
 		Hint:        "the admin credential is printed at the cluster's first start; mure token create makes more"}
 	a.admin = &authhttp.Admin{Apply: n.cl.ApplyOp, Records: fsm, Sealer: sealer, Params: n.cfg.Auth.HashParams}
 	n.auth = a
@@ -56,7 +57,7 @@ func (n *Node) openAuth(key transport.Key) error {
 }
 
 // authRequired reports whether client requests must authenticate.
-func (n *Node) authRequired() bool { return n.cfg.Auth.Required || n.cfg.Token != "" }
+func (n *Node) authRequired() bool { return !n.cfg.Auth.Open || n.cfg.Token != "" }
 
 // guarded wraps the client API in the guard when authentication is on.
 func (n *Node) guarded(next http.Handler) http.Handler {

@@ -44,7 +44,8 @@ type Config struct {
 	// create one when starting a new cluster.
 	Key string
 	// Token, when set, is a static admin bearer token (the deprecated
-	// --token; users' tokens replace it) and switches Auth.Required on.
+	// --token; users' tokens replace it); it authenticates even when
+	// Auth.Open is set.
 	Token string
 	// Auth is the security model on the client API (docs/security.md).
 	Auth AuthConfig
@@ -108,11 +109,12 @@ type Config struct {
 
 // AuthConfig is how a node checks its clients.
 type AuthConfig struct {
-	// Required makes every client request authenticate (bearer token, or
-	// Basic with a password or access key over TLS or from loopback) and
-	// checks it against the caller's role; health probes stay open.
-	// False: the API is open to whoever reaches the port, as before.
-	Required bool
+	// Open switches authentication off: the client API is open to
+	// whoever reaches the port (trusted networks only). By default every
+	// client request authenticates (bearer token, or Basic with a password
+	// or access key over TLS or from loopback) and is checked against the
+	// caller's role; health probes stay open.
+	Open bool
 	// AnonymousRead are grants given to callers without credentials
 	// (e.g. ro:pub/ opens pub/ for reading to everyone).
 	AnonymousRead []auth.Grant

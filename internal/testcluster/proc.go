@@ -98,7 +98,11 @@ type ProcCluster struct {
 	nodes []*procNode
 	hc    *http.Client
 	extra []string // flags added to every node's command line
+	token string   // the admin credential of node 0
 }
+
+// Token is the cluster's admin credential (node 0's DATA/admin.token).
+func (c *ProcCluster) Token() string { return c.token }
 
 // procNode is one node: its fixed addresses and data directory, and the
 // current process (nil before the first start).
@@ -151,6 +155,11 @@ func StartProc(t testing.TB, n int, extraArgs ...string) *ProcCluster {
 			args = append(args, "--join", c.nodes[0].peer, "--key-file", filepath.Join(c.nodes[0].dir, "cluster.key"))
 		}
 		c.start(i, args)
+		if i == 0 {
+			c.token = readAdminToken(t, c.nodes[0].dir)
+			c.hc.Transport = Authorize(nil)
+		}
+		register(c.token, c.nodes[i].http)
 		c.WaitReady(i)
 	}
 	c.waitMembers(n)
@@ -362,7 +371,7 @@ func (c *ProcCluster) Client(nodes ...int) *client.Client {
 	for _, i := range nodes {
 		addrs = append(addrs, c.nodes[i].http)
 	}
-	return client.New(addrs)
+	return client.New(addrs, client.WithToken(c.token))
 }
 
 // status reads node i's GET /status, the document node.Status describes.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mure-dev/mure/client"
+	"github.com/mure-dev/mure/internal/auth"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/node"
 )
@@ -26,6 +27,7 @@ type Cluster struct {
 	root  string
 	Nodes []*Node
 	key   string
+	token string // the admin credential of node 0
 }
 
 // Node is one member; Node is nil while stopped.
@@ -72,7 +74,7 @@ func (c *Cluster) add(setup func(int, *node.Config)) *Node {
 	cfg := node.Config{
 		DataDir: dir, HTTPAddr: freeAddr(c.t), PeerAddr: freeAddr(c.t),
 		NoSync: true, Timing: cluster.FastTiming(), Key: c.key, CacheBytes: 1 << 20,
-		Logger: testLogger(c.t, i),
+		Logger: testLogger(c.t, i), Auth: node.AuthConfig{HashParams: auth.TestHashParams()},
 	}
 	if i > 0 {
 		cfg.Join = []string{c.Nodes[0].cfg.PeerAddr}
@@ -89,6 +91,11 @@ func (c *Cluster) add(setup func(int, *node.Config)) *Node {
 			c.t.Fatalf("read cluster key: %v", err)
 		}
 		c.key = string(b)
+		c.token = readAdminToken(c.t, dir)
+	}
+	register(c.token, cfg.HTTPAddr, cfg.FastHTTPAddr)
+	if cfg.Front != nil {
+		register(c.token, cfg.Front.Addr)
 	}
 	return nd
 }
@@ -237,8 +244,11 @@ func (c *Cluster) Client(nodes ...int) *client.Client {
 	for _, i := range nodes {
 		addrs = append(addrs, c.Nodes[i].cfg.HTTPAddr)
 	}
-	return client.New(addrs)
+	return client.New(addrs, client.WithToken(c.token))
 }
+
+// Token is the cluster's admin credential (node 0's DATA/admin.token).
+func (c *Cluster) Token() string { return c.token }
 
 // HTTPAddr is node i's client API address (also while it is stopped).
 func (c *Cluster) HTTPAddr(i int) string { return c.Nodes[i].cfg.HTTPAddr }

@@ -26,6 +26,8 @@ type Verbs interface {
 	HTTPAddr(i int) string
 	// ID is node i's ID.
 	ID(i int) string
+	// Token is the cluster's admin credential, which Client uses.
+	Token() string
 }
 
 var (

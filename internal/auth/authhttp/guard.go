@@ -84,15 +84,17 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 			g.forbid(w, r, p, need)
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, p))
+		inner := r.WithContext(context.WithValue(r.Context(), ctxKey{}, p))
+		// Middleware outside (the metrics) reads the route the mux found.
+		defer func() { r.Pattern = inner.Pattern }()
 		if need.Action == auth.Admin || strings.HasPrefix(r.URL.Path, "/auth/") && r.Method != http.MethodGet {
 			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-			next.ServeHTTP(sw, r)
+			next.ServeHTTP(sw, inner)
 			g.Audit.Info("admin action", "user", p.Name(), "via", p.Via, "credential", p.Credential, "method", r.Method,
 				"path", r.URL.Path, "status", sw.status, "remote", r.RemoteAddr)
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, inner)
 	})
 }
 
