@@ -316,3 +316,34 @@ func TestNoSecretOnDiskOrStatus(t *testing.T) {
 		}
 	}
 }
+
+// A cluster made without authentication (as by the binary before users:
+// no records, no admin.token) keeps its files after the upgrade, and each
+// node makes its admin credential at its first start with authentication.
+func TestUpgradeToAuthentication(t *testing.T) {
+	c := testcluster.Start(t, 2, testcluster.Options{Setup: func(i int, cfg *node.Config) { cfg.Auth.Open = true }})
+	mustCall(t, c.HTTPAddr(0), "PUT", "/files/old/doc", "", "from before", http.StatusCreated)
+	for i := range 2 {
+		if _, err := os.Stat(filepath.Join(c.Nodes[i].Dir, node.AdminTokenFile)); !os.IsNotExist(err) {
+			t.Fatalf("node %d has an admin credential with authentication off: %v", i, err)
+		}
+	}
+	for i := range 2 {
+		c.RestartWith(i, func(cfg *node.Config) { cfg.Auth.Open = false })
+		c.WaitReady(i)
+		if !c.Nodes[i].NewAdmin {
+			t.Fatalf("node %d did not report a new admin credential (serve prints where it is)", i)
+		}
+	}
+	for i := range 2 {
+		b, err := os.ReadFile(filepath.Join(c.Nodes[i].Dir, node.AdminTokenFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := strings.TrimSpace(string(b))
+		mustCall(t, c.HTTPAddr(1-i), "GET", "/files/old/doc", "", "", http.StatusUnauthorized)
+		testcluster.WaitFor(t, 5*time.Second, "the other node takes node's admin credential", func() bool {
+			return call(t, c.HTTPAddr(1-i), "GET", "/files/old/doc", bearer(tok), "").status == http.StatusOK
+		})
+	}
+}

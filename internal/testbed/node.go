@@ -57,7 +57,9 @@ func (tb *Testbed) startNode(ctx context.Context, h *Host, extra ...string) erro
 		return err
 	}
 	defer logf.Close()
-	args := append([]string{"serve", "--data", h.Data, "--http", h.HTTP(), "--peer", h.Peer()}, extra...)
+	// --auth=false: the testbed is an emulated lab on one machine whose
+	// tools (curl, mure bench, mure config) send no credentials yet.
+	args := append([]string{"serve", "--data", h.Data, "--http", h.HTTP(), "--peer", h.Peer(), "--auth=false"}, extra...)
 	args = append(args, tb.Config.NodeArgs...)
 	cmd := tb.Command(context.WithoutCancel(ctx), h, tb.Config.Binary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf

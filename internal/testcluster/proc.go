@@ -158,12 +158,26 @@ func StartProc(t testing.TB, n int, extraArgs ...string) *ProcCluster {
 		if i == 0 {
 			c.token = readAdminToken(t, c.nodes[0].dir)
 			c.hc.Transport = Authorize(nil)
+			register(c.token, frontAddr(extraArgs))
 		}
 		register(c.token, c.nodes[i].http)
 		c.WaitReady(i)
 	}
 	c.waitMembers(n)
 	return c
+}
+
+// frontAddr returns the --front address among a node's flags ("" if none).
+func frontAddr(args []string) string {
+	for i, a := range args {
+		if a == "--front" && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, "--front="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 func (c *ProcCluster) baseArgs(i int) []string {

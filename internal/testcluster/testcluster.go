@@ -91,7 +91,9 @@ func (c *Cluster) add(setup func(int, *node.Config)) *Node {
 			c.t.Fatalf("read cluster key: %v", err)
 		}
 		c.key = string(b)
-		c.token = readAdminToken(c.t, dir)
+		if !cfg.Auth.Open || cfg.Token != "" {
+			c.token = readAdminToken(c.t, dir)
+		}
 	}
 	register(c.token, cfg.HTTPAddr, cfg.FastHTTPAddr)
 	if cfg.Front != nil {

@@ -19,6 +19,18 @@ go build -o "$bin" ./cmd/mure
 pids=()
 trap 'kill ${pids[@]} 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 
+# use_admin DIR: later requests carry the admin credential a node wrote
+# in its data directory DIR at its first start (none for a binary older
+# than authentication: auth stays empty).
+auth=()
+use_admin() {
+  local f=$1/admin.token
+  for _ in $(seq 50); do [ -f "$f" ] && break; sleep 0.1; done
+  [ -f "$f" ] || { auth=(); unset MURE_TOKEN; return 0; }
+  MURE_TOKEN=$(cat "$f")
+  export MURE_TOKEN
+  auth=(-H "Authorization: Bearer $MURE_TOKEN")
+}
 start_nodes() { # $1: front door mode
   for i in 0 1; do
     extra=()
@@ -28,10 +40,11 @@ start_nodes() { # $1: front door mode
       --max-inflight 1024 --log-level error "${extra[@]}" >>"$work/n$i.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 100); do curl -sf 127.0.0.1:787$((2 * i))/readyz >/dev/null && break; sleep 0.1; done
+    [ "$i" = 0 ] && use_admin "$work/d0"
   done
   for _ in $(seq 100); do
-    curl -sf 127.0.0.1:7870/status | grep -q '"active": true' && break
-    curl -sf 127.0.0.1:7872/status | grep -q '"active": true' && break
+    curl "${auth[@]}" -sf 127.0.0.1:7870/status | grep -q '"active": true' && break
+    curl "${auth[@]}" -sf 127.0.0.1:7872/status | grep -q '"active": true' && break
     sleep 0.1
   done
 }
@@ -39,13 +52,13 @@ stop_nodes() { kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null || t
 
 start_nodes proxy
 head -c 1024 /dev/urandom >"$work/f1k"
-curl -sf -X PUT --data-binary immediate 127.0.0.1:7870/config/resume >/dev/null
-curl -sf -X PUT --data-binary @"$work/f1k" 127.0.0.1:7870/files/bench/f1k >/dev/null
+curl "${auth[@]}" -sf -X PUT --data-binary immediate 127.0.0.1:7870/config/resume >/dev/null
+curl "${auth[@]}" -sf -X PUT --data-binary @"$work/f1k" 127.0.0.1:7870/files/bench/f1k >/dev/null
 for _ in $(seq 100); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:7872/files/bench/f1k)" = 200 ] && break
+  [ "$(curl "${auth[@]}" -s -o /dev/null -w '%{http_code}' 127.0.0.1:7872/files/bench/f1k)" = 200 ] && break
   sleep 0.1
 done
-cmp <(curl -sf 127.0.0.1:7880/files/bench/f1k) "$work/f1k"
+cmp <(curl "${auth[@]}" -sf 127.0.0.1:7880/files/bench/f1k) "$work/f1k"
 
 cat >"$work/haproxy.cfg" <<CFG
 global
@@ -77,9 +90,9 @@ CFG
 haproxy -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do curl -sf 127.0.0.1:7881/healthz >/dev/null && break; sleep 0.1; done
-cmp <(curl -sf 127.0.0.1:7881/files/bench/f1k) "$work/f1k" || { cat "$work/haproxy.log"; exit 1; }
+cmp <(curl "${auth[@]}" -sf 127.0.0.1:7881/files/bench/f1k) "$work/f1k" || { cat "$work/haproxy.log"; exit 1; }
 
-rps() { wrk -t1 -c"$conns" -d"$dur" -H "Connection: close" "$1" | awk '/Requests\/sec/ {print $2}'; }
+rps() { wrk "${auth[@]}" -t1 -c"$conns" -d"$dur" -H "Connection: close" "$1" | awk '/Requests\/sec/ {print $2}'; }
 lat() { # conn-rate at 200 new connections/s: connection time p50 and p99 in µs
   "$bin" bench conn-rate --node 127.0.0.1:7870 --url "$1" --rate 200 --clients 4 --duration 10s --warmup 1s \
     --json "$work/lat.json" >/dev/null 2>&1

@@ -24,9 +24,21 @@ trap 'kill ${pids[@]} 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT INT TE
 out=$work/results.tsv
 : >"$out"
 
+# use_admin DIR: later requests carry the admin credential a node wrote
+# in its data directory DIR at its first start (none for a binary older
+# than authentication: auth stays empty).
+auth=()
+use_admin() {
+  local f=$1/admin.token
+  for _ in $(seq 50); do [ -f "$f" ] && break; sleep 0.1; done
+  [ -f "$f" ] || { auth=(); unset MURE_TOKEN; return 0; }
+  MURE_TOKEN=$(cat "$f")
+  export MURE_TOKEN
+  auth=(-H "Authorization: Bearer $MURE_TOKEN")
+}
 wait_ready() { for _ in $(seq 100); do curl -sf "$1/readyz" >/dev/null && return 0; sleep 0.1; done; echo "not ready: $1" >&2; return 1; }
 stop_all() { kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null || true; pids=(); }
-rps() { wrk "$@" | awk '/Requests\/sec/ {print $2}'; }
+rps() { wrk "${auth[@]}" "$@" | awk '/Requests\/sec/ {print $2}'; }
 record() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$out"; } # label metric value
 
 reads_and_small() { # $1 label, $2 binary
@@ -34,10 +46,11 @@ reads_and_small() { # $1 label, $2 binary
   "$2" serve --data "$d" --http 127.0.0.1:7890 --peer 127.0.0.1:7891 --log-level error >"$d.log" 2>&1 &
   pids+=($!)
   wait_ready 127.0.0.1:7890
+  use_admin "$d"
   for size in 4096 65536 1048576; do
     head -c $size /dev/urandom >"$work/f$size"
-    curl -sf -X PUT --data-binary @"$work/f$size" 127.0.0.1:7890/files/ab/f$size >/dev/null
-    cmp <(curl -sf 127.0.0.1:7890/files/ab/f$size) "$work/f$size"
+    curl "${auth[@]}" -sf -X PUT --data-binary @"$work/f$size" 127.0.0.1:7890/files/ab/f$size >/dev/null
+    cmp <(curl "${auth[@]}" -sf 127.0.0.1:7890/files/ab/f$size) "$work/f$size"
     record "$1" "GET $((size / 1024))K req/s" "$(rps -t2 -c64 -d"$dur" http://127.0.0.1:7890/files/ab/f$size)"
   done
   "$2" bench small-ops --node 127.0.0.1:7890 --sizes 4K --duration "$dur" --warmup 1s --json "$d.json" >/dev/null
@@ -60,10 +73,11 @@ front_capacity() { # $1 label, $2 binary
       --max-inflight 1024 --log-level error "${extra[@]}" >>"$d-$i.log" 2>&1 &
     pids+=($!)
     wait_ready 127.0.0.1:787$((2 * i))
+    [ "$i" = 0 ] && use_admin "$d-0"
   done
   head -c 1024 /dev/urandom >"$work/f1k"
-  curl -sf -X PUT --data-binary @"$work/f1k" 127.0.0.1:7870/files/ab/f1k >/dev/null
-  for _ in $(seq 100); do curl -sf 127.0.0.1:7880/files/ab/f1k >/dev/null 2>&1 && break; sleep 0.1; done
+  curl "${auth[@]}" -sf -X PUT --data-binary @"$work/f1k" 127.0.0.1:7870/files/ab/f1k >/dev/null
+  for _ in $(seq 100); do curl "${auth[@]}" -sf 127.0.0.1:7880/files/ab/f1k >/dev/null 2>&1 && break; sleep 0.1; done
   record "$1" "front door proxy conn/s" "$(rps -t1 -c32 -d"$dur" -H 'Connection: close' http://127.0.0.1:7880/files/ab/f1k)"
   stop_all
 }

@@ -54,7 +54,20 @@ cpu=${NODE_CPU:-0.25}
 [ "$cpu" = 0 ] || limit_cpu $node "$cpu"
 for _ in $(seq 100); do curl -sf "http://$addr/readyz" >/dev/null && break; sleep 0.1; done
 curl -sf "http://$addr/readyz" >/dev/null || { echo "node not ready" >&2; cat "$work/node.log" >&2; exit 1; }
+use_admin "$work/data"
 
+# use_admin DIR: later requests carry the admin credential a node wrote
+# in its data directory DIR at its first start (none for a binary older
+# than authentication: auth stays empty).
+auth=()
+use_admin() {
+  local f=$1/admin.token
+  for _ in $(seq 50); do [ -f "$f" ] && break; sleep 0.1; done
+  [ -f "$f" ] || { auth=(); unset MURE_TOKEN; return 0; }
+  MURE_TOKEN=$(cat "$f")
+  export MURE_TOKEN
+  auth=(-H "Authorization: Bearer $MURE_TOKEN")
+}
 bench() { # op json extra-flags...
   local op=$1 json=$2
   shift 2
@@ -72,7 +85,7 @@ sample() {
 probe() {
   while :; do
     for p in /healthz /metrics /status; do
-      r=$(curl -s -o "$1.body" -w '%{http_code} %{time_total}' --max-time 5 "http://$addr$p" || true)
+      r=$(curl "${auth[@]}" -s -o "$1.body" -w '%{http_code} %{time_total}' --max-time 5 "http://$addr$p" || true)
       g=
       [ $p = /metrics ] && g=$(awk '/^go_goroutines / {print $2}' "$1.body" 2>/dev/null || true)
       echo "$p ${r:-000 5} $g"
@@ -81,7 +94,7 @@ probe() {
   done >"$1"
 }
 rejected() { # the node's admission refusals so far
-  curl -s "http://$addr/metrics" | awk '/^mure_(write_)?admission_rejected_total/ {s += $2} END {print s + 0}'
+  curl "${auth[@]}" -s "http://$addr/metrics" | awk '/^mure_(write_)?admission_rejected_total/ {s += $2} END {print s + 0}'
 }
 field() { jq -r ".groups[0].runs[0].$2 // 0" "$1"; }
 

@@ -9,6 +9,18 @@
 # (apt-get install nginx-light wrk).
 #   scripts/bench/vs-nginx.sh [DURATION] [ROUNDS]   (default 5s, 3 rounds)
 set -euo pipefail
+# use_admin DIR: later requests carry the admin credential a node wrote
+# in its data directory DIR at its first start (none for a binary older
+# than authentication: auth stays empty).
+auth=()
+use_admin() {
+  local f=$1/admin.token
+  for _ in $(seq 50); do [ -f "$f" ] && break; sleep 0.1; done
+  [ -f "$f" ] || { auth=(); unset MURE_TOKEN; return 0; }
+  MURE_TOKEN=$(cat "$f")
+  export MURE_TOKEN
+  auth=(-H "Authorization: Bearer $MURE_TOKEN")
+}
 cd "$(dirname "$0")/../.."
 dur=${1:-5s}
 rounds=${2:-3}
@@ -24,17 +36,18 @@ nginx -c "$work/nginx.conf" &
 npid=$!
 trap 'kill $mpid $npid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 for i in $(seq 50); do curl -sf 127.0.0.1:7990/readyz >/dev/null && break; sleep 0.1; done
+use_admin "$work/data"
 echo "load before: $(uptime)"
-rps() { wrk -t2 -c64 -d"$dur" "$1" | awk '/Requests\/sec/ {print $2}'; }
+rps() { wrk "${auth[@]}" -t2 -c64 -d"$dur" "$1" | awk '/Requests\/sec/ {print $2}'; }
 med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 printf "%-6s %12s %16s %16s %7s %7s   %s\n" size "nginx req/s" "mure main req/s" "mure fast req/s" main/ng fast/ng "rounds (nginx/main/fast)"
 for size in 4096 65536 1048576; do
   f=$work/www/files/bench/f$size
   head -c $size /dev/urandom >"$f" && chmod 644 "$f"
-  curl -sf -X PUT --data-binary @"$f" 127.0.0.1:7990/files/bench/f$size >/dev/null
-  cmp <(curl -sf 127.0.0.1:7990/files/bench/f$size) "$f"
-  cmp <(curl -sf 127.0.0.1:7980/files/bench/f$size) "$f"
-  cmp <(curl -sf 127.0.0.1:7992/files/bench/f$size) "$f"
+  curl "${auth[@]}" -sf -X PUT --data-binary @"$f" 127.0.0.1:7990/files/bench/f$size >/dev/null
+  cmp <(curl "${auth[@]}" -sf 127.0.0.1:7990/files/bench/f$size) "$f"
+  cmp <(curl "${auth[@]}" -sf 127.0.0.1:7980/files/bench/f$size) "$f"
+  cmp <(curl "${auth[@]}" -sf 127.0.0.1:7992/files/bench/f$size) "$f"
   ns=() ms=() qs=() all=""
   for r in $(seq "$rounds"); do
     n=$(rps http://127.0.0.1:7980/files/bench/f$size)
