@@ -139,7 +139,7 @@ func readRetry(ctx context.Context, cl *client.Client, path string) (string, err
 // underReplicated is node i's count of files below their replica target
 // (-1 if it does not answer).
 func underReplicated(ctx context.Context, c *testcluster.ProcCluster, i int) int {
-	raw, err := client.New([]string{c.HTTPAddr(i)}, client.WithAttempts(1)).Status(ctx)
+	raw, err := client.New([]string{c.HTTPAddr(i)}, client.WithToken(c.Token()), client.WithAttempts(1)).Status(ctx)
 	if err != nil {
 		return -1
 	}

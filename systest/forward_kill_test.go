@@ -26,7 +26,7 @@ func TestForwardedWriteHolderKilledMidBody(t *testing.T) {
 	if _, err := c.Client(0).SetConfig(ctx, "resume.idle", "1h"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.New([]string{c.HTTPAddr(0)}).Put(ctx, "big", strings.NewReader("v1"), nil); err != nil {
+	if _, err := client.New([]string{c.HTTPAddr(0)}, client.WithToken(c.Token())).Put(ctx, "big", strings.NewReader("v1"), nil); err != nil {
 		t.Fatal(err)
 	}
 	holder, valid := fileHolders(ctx, t, c, 0, "big")
@@ -93,7 +93,7 @@ func TestForwardedWriteHolderKilledMidBody(t *testing.T) {
 	}
 	t.Logf("the forwarder answered %d: %s", a.status, e.Error)
 	read := func(i int) string {
-		r, err := client.New([]string{c.HTTPAddr(i)}).Get(ctx, "big", nil)
+		r, err := client.New([]string{c.HTTPAddr(i)}, client.WithToken(c.Token())).Get(ctx, "big", nil)
 		if err != nil {
 			t.Fatalf("read on node %d: %v", i, err)
 		}
@@ -112,7 +112,7 @@ func TestForwardedWriteHolderKilledMidBody(t *testing.T) {
 		}
 	}
 	// The retry, with the same key, is applied once.
-	fc := client.New([]string{c.HTTPAddr(out)}, client.WithForwarding())
+	fc := client.New([]string{c.HTTPAddr(out)}, client.WithToken(c.Token()), client.WithForwarding())
 	if _, err := fc.Put(ctx, "big", strings.NewReader("v2"), &client.PutOptions{IdempotencyKey: "kill-mid-body"}); err != nil {
 		t.Fatalf("retry: %v", err)
 	}

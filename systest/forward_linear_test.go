@@ -65,7 +65,7 @@ func runThroughForwarding(t *testing.T, seed int64, dur time.Duration) {
 	}
 	h := lincheck.NewHistory()
 	keys := []string{"k0", "k1", "k2"}
-	writer := client.New([]string{c.HTTPAddr(0)}, client.WithAttempts(1))
+	writer := client.New([]string{c.HTTPAddr(0)}, client.WithToken(c.Token()), client.WithAttempts(1))
 	for _, k := range keys {
 		if !opWrite(ctx, h, 0, writer, k, "seed-"+k) {
 			t.Fatalf("seed write of %s failed", k)
@@ -96,7 +96,7 @@ func runThroughForwarding(t *testing.T, seed int64, dur time.Duration) {
 	}()
 	fwd := make([]*client.Client, 3)
 	for i := range fwd {
-		fwd[i] = client.New([]string{c.HTTPAddr(i)}, client.WithAttempts(1), client.WithForwarding())
+		fwd[i] = client.New([]string{c.HTTPAddr(i)}, client.WithToken(c.Token()), client.WithAttempts(1), client.WithForwarding())
 	}
 	var forwardedReads atomic.Int64
 	stop := make(chan struct{})
@@ -248,7 +248,7 @@ func (o *outsiders) refresh(ctx context.Context, t *testing.T, c *testcluster.Pr
 // fileHolders returns the write-right holder and valid nodes of path as
 // node i sees them ("" and nil when it cannot tell).
 func fileHolders(ctx context.Context, t *testing.T, c *testcluster.ProcCluster, i int, path string) (string, []string) {
-	raw, err := client.New([]string{c.HTTPAddr(i)}, client.WithAttempts(1)).FileStatus(ctx, path)
+	raw, err := client.New([]string{c.HTTPAddr(i)}, client.WithToken(c.Token()), client.WithAttempts(1)).FileStatus(ctx, path)
 	if err != nil {
 		return "", nil
 	}

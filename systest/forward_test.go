@@ -89,7 +89,7 @@ func TestForwardingOverHTTP(t *testing.T) {
 		}
 	}
 	// The Go client asks for forwarding with an option.
-	fc := client.New([]string{c.HTTPAddr(out)}, client.WithForwarding())
+	fc := client.New([]string{c.HTTPAddr(out)}, client.WithToken(c.Token()), client.WithForwarding())
 	put(t, fc, "f", "v3")
 	mustGet(t, fc, "f", "v3")
 }

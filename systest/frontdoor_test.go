@@ -144,7 +144,7 @@ func TestFrontDoorRedirect(t *testing.T) {
 	br := bufio.NewReader(conn)
 	var first string
 	for i := range 5 {
-		fmt.Fprintf(conn, "GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+		fmt.Fprintf(conn, "GET /status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", c.Token())
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
 			t.Fatal(err)

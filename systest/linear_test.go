@@ -74,11 +74,11 @@ func TestLinearizabilityCatchesUnsafeReads(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := lincheck.NewHistory()
-			writer := client.New([]string{c.HTTPAddr(0)}, client.WithAttempts(1))
+			writer := client.New([]string{c.HTTPAddr(0)}, client.WithToken(c.Token()), client.WithAttempts(1))
 			opWrite(ctx, h, 0, writer, "k", "v1")
 			// Node 2's own view must say its copy is valid and replicated.
 			testcluster.WaitFor(t, 10*time.Second, "node 2 to hold a valid copy", func() bool {
-				st, err := client.New([]string{c.HTTPAddr(2)}).FileStatus(ctx, "k")
+				st, err := client.New([]string{c.HTTPAddr(2)}, client.WithToken(c.Token())).FileStatus(ctx, "k")
 				return err == nil && strings.Contains(string(st), `"local_copy_valid": true`) && strings.Contains(string(st), `"replicated"`)
 			})
 			opRead(ctx, h, 1, c.HTTPAddr(2), "k")
@@ -89,7 +89,7 @@ func TestLinearizabilityCatchesUnsafeReads(t *testing.T) {
 				v, _, _ := opRead(ctx, h, 1, c.HTTPAddr(2), "k")
 				seen = append(seen, v)
 			}
-			st, _ := client.New([]string{c.HTTPAddr(2)}).FileStatus(ctx, "k")
+			st, _ := client.New([]string{c.HTTPAddr(2)}, client.WithToken(c.Token())).FileStatus(ctx, "k")
 			c.Isolate(2, false)
 			t.Logf("node 2 read %v while cut off; its view: %s", seen, strings.Join(strings.Fields(string(st)), " "))
 			res, err := h.Check(30*time.Second, filepath.Join(t.TempDir(), "viz.html"))
@@ -152,7 +152,7 @@ func runWithFaults(t *testing.T, seed int64, dur time.Duration) *lincheck.Histor
 	var wg sync.WaitGroup
 	for ci := 0; ci < 6; ci++ {
 		crng := rand.New(rand.NewPCG(uint64(seed), uint64(ci+2)))
-		cl := client.New([]string{c.HTTPAddr(ci % 3)}, client.WithAttempts(1))
+		cl := client.New([]string{c.HTTPAddr(ci % 3)}, client.WithToken(c.Token()), client.WithAttempts(1))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -212,7 +212,7 @@ func checkConverged(t *testing.T, c *testcluster.ProcCluster) {
 		views := map[string]string{}
 		for i := range 3 {
 			for _, k := range []string{"k0", "k1", "k2"} {
-				raw, err := client.New([]string{c.HTTPAddr(i)}, client.WithAttempts(1)).FileStatus(ctx, k)
+				raw, err := client.New([]string{c.HTTPAddr(i)}, client.WithToken(c.Token()), client.WithAttempts(1)).FileStatus(ctx, k)
 				if err != nil {
 					if errors.Is(err, client.ErrNotFound) {
 						raw = []byte("absent")

@@ -25,7 +25,7 @@ func TestTruncatedUploadKeepsOldVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Promise 1000 bytes, send 10, hang up.
-	fmt.Fprintf(conn, "PUT /files/doc HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n0123456789")
+	fmt.Fprintf(conn, "PUT /files/doc HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n0123456789", c.Token())
 	conn.Close()
 	// The server notices the disconnect; the old version is all there is.
 	testcluster.WaitFor(t, 5*time.Second, "the aborted upload to be cleaned up", func() bool {

@@ -44,7 +44,7 @@ func overloadSlowReaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		slow = append(slow, conn)
-		fmt.Fprintf(conn, "GET /files/big HTTP/1.1\r\nHost: x\r\n\r\n")
+		fmt.Fprintf(conn, "GET /files/big HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", c.Token())
 	}
 	defer func() {
 		for _, s := range slow {

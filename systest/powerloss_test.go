@@ -141,7 +141,7 @@ func writeUntilCrash(t *testing.T, c *testcluster.Cluster, d *crashDisks, via []
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range 3 {
-		cl := client.New([]string{c.HTTPAddr(via[w%len(via)])}, client.WithAttempts(1))
+		cl := client.New([]string{c.HTTPAddr(via[w%len(via)])}, client.WithToken(c.Token()), client.WithAttempts(1))
 		rng := rand.New(rand.NewPCG(uint64(w), 1))
 		wg.Add(1)
 		go func() {
@@ -177,7 +177,7 @@ func writeUntilCrash(t *testing.T, c *testcluster.Cluster, d *crashDisks, via []
 // with what the crash may have left.
 func checkReadBack(t *testing.T, c *testcluster.Cluster, i int, a *acked) {
 	t.Helper()
-	cl := client.New([]string{c.HTTPAddr(i)}, client.WithAttempts(1))
+	cl := client.New([]string{c.HTTPAddr(i)}, client.WithToken(c.Token()), client.WithAttempts(1))
 	// Unavailable answers are retried for 10 s in all (the node may still
 	// be catching up); after that, each path gets one try.
 	deadline := time.Now().Add(10 * time.Second)

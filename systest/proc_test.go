@@ -112,7 +112,7 @@ func TestProcKillFollowerDuringWrites(t *testing.T) {
 	// Every acknowledged write is visible on every node: the first read
 	// that node 2 answers successfully (itself or by redirecting) is v39.
 	want := fmt.Sprintf("v%d", versions-1)
-	cl2 := client.New([]string{c.HTTPAddr(2)}, client.WithAttempts(1))
+	cl2 := client.New([]string{c.HTTPAddr(2)}, client.WithToken(c.Token()), client.WithAttempts(1))
 	var lastErr error
 	testcluster.WaitFor(t, 10*time.Second, "a successful read of k through node 2", func() bool {
 		got, err := readAll(ctx, cl2, "k")
@@ -143,7 +143,7 @@ type procFileStatus struct {
 
 // fileStatus is node i's view of a file's replica state.
 func fileStatus(ctx context.Context, c *testcluster.ProcCluster, i int, path string) (*procFileStatus, error) {
-	raw, err := client.New([]string{c.HTTPAddr(i)}, client.WithAttempts(1)).FileStatus(ctx, path)
+	raw, err := client.New([]string{c.HTTPAddr(i)}, client.WithToken(c.Token()), client.WithAttempts(1)).FileStatus(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +295,7 @@ func TestProcSIGSTOPStandbyPush(t *testing.T) {
 	c.Pause(victim)
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, 4*time.Second)
-	_, err := client.New([]string{c.HTTPAddr(0)}, client.WithAttempts(1)).Put(wctx, "s", strings.NewReader("2"), nil)
+	_, err := client.New([]string{c.HTTPAddr(0)}, client.WithToken(c.Token()), client.WithAttempts(1)).Put(wctx, "s", strings.NewReader("2"), nil)
 	cancel()
 	took := time.Since(start)
 	c.Resume(victim)
@@ -351,7 +351,7 @@ func TestProcResumeImmediate(t *testing.T) {
 	if _, err := c.Client(0).SetConfig(ctx, "resume", "immediate"); err != nil {
 		t.Fatal(err)
 	}
-	cl := client.New([]string{c.HTTPAddr(0)}, client.WithAttempts(1))
+	cl := client.New([]string{c.HTTPAddr(0)}, client.WithToken(c.Token()), client.WithAttempts(1))
 	const writes = 100
 	var conflicts []string
 	for i := 0; i < writes; i++ {

@@ -95,7 +95,7 @@ func (c *Cluster) add(setup func(int, *node.Config)) *Node {
 			c.token = readAdminToken(c.t, dir)
 		}
 	}
-	register(c.token, cfg.HTTPAddr, cfg.FastHTTPAddr)
+	register(c.token, cfg.HTTPAddr, nd.FastAddr()) // the lane's port may be chosen at listen time
 	if cfg.Front != nil {
 		register(c.token, cfg.Front.Addr)
 	}
