@@ -10,15 +10,6 @@
 # Needs wrk and haproxy (apt-get install wrk haproxy).
 #   scripts/bench/001-door.sh [DURATION] [CONNS]   (default 10s, wrk -c32)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-dur=${1:-10s}
-conns=${2:-32}
-work=$(mktemp -d)
-bin=$work/mure
-go build -o "$bin" ./cmd/mure
-pids=()
-trap 'kill ${pids[@]} 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT INT TERM
-
 # use_admin DIR: later requests carry the admin credential a node wrote
 # in its data directory DIR at its first start (none for a binary older
 # than authentication: auth stays empty).
@@ -31,6 +22,15 @@ use_admin() {
   export MURE_TOKEN
   auth=(-H "Authorization: Bearer $MURE_TOKEN")
 }
+cd "$(dirname "$0")/../.."
+dur=${1:-10s}
+conns=${2:-32}
+work=$(mktemp -d)
+bin=$work/mure
+go build -o "$bin" ./cmd/mure
+pids=()
+trap 'kill ${pids[@]} 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT INT TERM
+
 start_nodes() { # $1: front door mode
   for i in 0 1; do
     extra=()
@@ -40,7 +40,7 @@ start_nodes() { # $1: front door mode
       --max-inflight 1024 --log-level error "${extra[@]}" >>"$work/n$i.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 100); do curl -sf 127.0.0.1:787$((2 * i))/readyz >/dev/null && break; sleep 0.1; done
-    [ "$i" = 0 ] && use_admin "$work/d0"
+    if [ "$i" = 0 ]; then use_admin "$work/d0"; fi
   done
   for _ in $(seq 100); do
     curl "${auth[@]}" -sf 127.0.0.1:7870/status | grep -q '"active": true' && break

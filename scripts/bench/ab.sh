@@ -13,17 +13,6 @@
 #   scripts/bench/ab.sh OLD_BIN NEW_BIN [ROUNDS] [DURATION]
 # Defaults: 3 rounds, 5s per measurement (about 2 minutes per round).
 set -euo pipefail
-a=${1:?old binary}
-b=${2:?new binary}
-rounds=${3:-3}
-dur=${4:-5s}
-secs=${dur%s}
-work=$(mktemp -d)
-pids=()
-trap 'kill ${pids[@]} 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT INT TERM
-out=$work/results.tsv
-: >"$out"
-
 # use_admin DIR: later requests carry the admin credential a node wrote
 # in its data directory DIR at its first start (none for a binary older
 # than authentication: auth stays empty).
@@ -36,6 +25,17 @@ use_admin() {
   export MURE_TOKEN
   auth=(-H "Authorization: Bearer $MURE_TOKEN")
 }
+a=${1:?old binary}
+b=${2:?new binary}
+rounds=${3:-3}
+dur=${4:-5s}
+secs=${dur%s}
+work=$(mktemp -d)
+pids=()
+trap 'kill ${pids[@]} 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT INT TERM
+out=$work/results.tsv
+: >"$out"
+
 wait_ready() { for _ in $(seq 100); do curl -sf "$1/readyz" >/dev/null && return 0; sleep 0.1; done; echo "not ready: $1" >&2; return 1; }
 stop_all() { kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null || true; pids=(); }
 rps() { wrk "${auth[@]}" "$@" | awk '/Requests\/sec/ {print $2}'; }
@@ -73,7 +73,7 @@ front_capacity() { # $1 label, $2 binary
       --max-inflight 1024 --log-level error "${extra[@]}" >>"$d-$i.log" 2>&1 &
     pids+=($!)
     wait_ready 127.0.0.1:787$((2 * i))
-    [ "$i" = 0 ] && use_admin "$d-0"
+    if [ "$i" = 0 ]; then use_admin "$d-0"; fi
   done
   head -c 1024 /dev/urandom >"$work/f1k"
   curl "${auth[@]}" -sf -X PUT --data-binary @"$work/f1k" 127.0.0.1:7870/files/ab/f1k >/dev/null

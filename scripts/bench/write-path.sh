@@ -7,8 +7,8 @@
 # PUT rate as a ratio of the fio rate of its round.
 #   scripts/bench/write-path.sh           # 3 rounds of 10 s runs, ~4 minutes
 #   ROUNDS=1 DUR=3 scripts/bench/write-path.sh   # a smoke run
-# Needs wrk, fio and curl; no root. MURE_TOKEN, when set, is sent as the
-# bearer token (a node started with --token). NODE_FLAGS adds serve flags;
+# Needs wrk, fio and curl; no root. The node's admin credential (or
+# MURE_TOKEN, when set) is sent as the bearer token. NODE_FLAGS adds serve flags;
 # MURE_BIN runs that binary instead of building this tree (before/after).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,6 +30,12 @@ bin=${MURE_BIN:-$work/mure}
 node=$!
 for _ in $(seq 100); do curl -sf "http://$addr/readyz" >/dev/null && break; sleep 0.1; done
 curl -sf "http://$addr/readyz" >/dev/null || { echo "node not ready" >&2; cat "$work/node.log" >&2; exit 1; }
+# The node's admin credential (a binary with authentication writes it at
+# its first start; an older one has none and needs no credential).
+if [ -z "${MURE_TOKEN:-}" ]; then
+  for _ in $(seq 50); do [ -f "$work/data/admin.token" ] && break; sleep 0.1; done
+  if [ -f "$work/data/admin.token" ]; then MURE_TOKEN=$(cat "$work/data/admin.token"); fi
+fi
 hdr=()
 [ -z "${MURE_TOKEN:-}" ] || hdr=(-H "Authorization: Bearer $MURE_TOKEN")
 
