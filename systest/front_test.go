@@ -79,6 +79,7 @@ func TestFrontOnMainPort(t *testing.T) {
 		br := bufio.NewReader(conn)
 		do := func(req string) (*http.Response, string) {
 			t.Helper()
+			req = withToken(req, addr)
 			if _, err := io.WriteString(conn, req); err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +137,7 @@ func frontGet(t *testing.T, addr, req string) frontResponse {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(conn, req); err != nil {
+	if _, err := io.WriteString(conn, withToken(req, addr)); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -148,4 +149,10 @@ func frontGet(t *testing.T, addr, req string) frontResponse {
 		t.Fatal(err)
 	}
 	return frontResponse{resp, b}
+}
+
+// withToken adds the admin credential of addr's test cluster to a raw
+// request head (after its Host line).
+func withToken(req, addr string) string {
+	return strings.Replace(req, "Host: x\r\n", "Host: x\r\nAuthorization: Bearer "+testcluster.TokenFor(addr)+"\r\n", 1)
 }
