@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -15,6 +16,10 @@ import (
 func WithBasicAuth(user, password string) Option {
 	return func(c *Client) { c.user, c.password = user, password }
 }
+
+// WithCA trusts the certificates of pool (a cluster CA: mure ca init) for
+// nodes given as https://HOST:PORT, instead of the system's roots.
+func WithCA(pool *x509.CertPool) Option { return func(c *Client) { c.roots = pool } }
 
 // Principal is who the node takes the client for (GET /auth/whoami).
 type Principal struct {

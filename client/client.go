@@ -1,6 +1,8 @@
 package client
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +23,7 @@ type Client struct {
 	token string
 	// user and password: HTTP Basic, when no token is set.
 	user, password string
+	roots          *x509.CertPool // WithCA
 	hc             *http.Client
 	attempts       int
 	forward        bool
@@ -86,6 +89,11 @@ func New(nodes []string, opts ...Option) *Client {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.hc = httpClient(c.hc)
+	if t, ok := c.hc.Transport.(*http.Transport); ok && c.roots != nil {
+		t = t.Clone()
+		t.TLSClientConfig = &tls.Config{RootCAs: c.roots, MinVersion: tls.VersionTLS12}
+		c.hc.Transport = t
+	}
 	return c
 }
 

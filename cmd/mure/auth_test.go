@@ -83,3 +83,32 @@ func TestUserAndTokenCommands(t *testing.T) {
 		t.Fatalf("no credential: %v, want a 401 saying a credential is needed", err)
 	}
 }
+
+// mure ca init and issue make a CA and a node certificate; a node serving
+// it answers mure whoami --ca over https.
+func TestCACommands(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := run(t, runCA, "init", "--dir", dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, runCA, "issue", "n1", "--dir", dir); err == nil {
+		t.Fatal("issue without --host was accepted")
+	}
+	out, err := run(t, runCA, "issue", "n1", "--dir", dir, "--host", "127.0.0.1,localhost")
+	if err != nil || !strings.Contains(out, "--tls-cert") {
+		t.Fatalf("issue: %q %v", out, err)
+	}
+	for _, f := range []string{"ca.key", "n1.key"} {
+		if fi, err := os.Stat(dir + "/" + f); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", f, fi, err)
+		}
+	}
+	c := testcluster.Start(t, 1, testcluster.Options{Setup: func(i int, cfg *node.Config) {
+		cfg.TLSCert, cfg.TLSKey = dir+"/n1.crt", dir+"/n1.key"
+	}})
+	t.Setenv("MURE_TOKEN", c.Token())
+	t.Setenv("MURE_NODE", "https://"+c.HTTPAddr(0))
+	if out, err = run(t, runWhoami, "--ca", dir+"/ca.crt"); err != nil || !strings.HasPrefix(out, "admin (admin)") {
+		t.Fatalf("whoami over https with --ca: %q %v", out, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mure-dev/mure/client"
+	"github.com/mure-dev/mure/internal/certs"
 	"github.com/mure-dev/mure/internal/node"
 )
 
@@ -18,6 +19,7 @@ type clientFlags struct {
 	nodes  string
 	token  string
 	data   string
+	ca     string
 	json   bool
 	stderr io.Writer
 }
@@ -40,6 +42,7 @@ func newFlagSet(name, synopsis, help string, stderr io.Writer) (*flag.FlagSet, *
 	fs.StringVar(&cf.nodes, "node", node, "comma-separated node `ADDR`s to talk to (env MURE_NODE)")
 	fs.StringVar(&cf.token, "token", os.Getenv("MURE_TOKEN"), "API bearer `TOKEN` (env MURE_TOKEN); without it, MURE_USER and MURE_PASSWORD, or --data")
 	fs.StringVar(&cf.data, "data", os.Getenv("MURE_DATA"), "a node's data `DIR` on this machine: use its admin credential (DIR/admin.token; env MURE_DATA)")
+	fs.StringVar(&cf.ca, "ca", os.Getenv("MURE_CA"), "trust this CA certificate `FILE` (mure ca init) for https:// nodes (env MURE_CA)")
 	fs.BoolVar(&cf.json, "json", false, "machine-readable JSON output")
 	return fs, cf
 }
@@ -48,7 +51,16 @@ func newFlagSet(name, synopsis, help string, stderr io.Writer) (*flag.FlagSet, *
 // --token (MURE_TOKEN), MURE_USER and MURE_PASSWORD, or the admin
 // credential of the node whose data directory --data names.
 func (cf *clientFlags) client() *client.Client {
-	return client.New(strings.Split(cf.nodes, ","), cf.credential())
+	opts := []client.Option{cf.credential()}
+	if cf.ca != "" {
+		pool, err := certs.LoadPool(cf.ca)
+		if err != nil {
+			fmt.Fprintf(cf.stderr, "mure: --ca: %v; using the system's roots\n", err)
+		} else {
+			opts = append(opts, client.WithCA(pool))
+		}
+	}
+	return client.New(strings.Split(cf.nodes, ","), opts...)
 }
 
 func (cf *clientFlags) credential() client.Option {

@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mure-dev/mure/internal/cluster"
@@ -129,9 +131,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"    curl -H \"Authorization: Bearer $MURE_TOKEN\" http://%s/status\n",
 			n.AdminTokenPath(), n.AdminTokenPath(), cfg.DataDir, n.HTTPAddr())
 	}
-	select {
-	case <-ctx.Done():
-	case <-n.Left():
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for wait := true; wait; {
+		select {
+		case <-ctx.Done():
+			wait = false
+		case <-n.Left():
+			wait = false
+		case <-hup:
+			if err := n.ReloadTLS(); err != nil {
+				fmt.Fprintf(stderr, "SIGHUP: %v (the previous certificate stays)\n", err)
+			}
+		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

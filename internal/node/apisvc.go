@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mure-dev/mure/internal/certs"
 	"github.com/mure-dev/mure/internal/files/filehttp"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/service"
@@ -51,19 +53,20 @@ func (a *apiService) Start(_ context.Context, _ service.Env) error {
 	verifier := &frontdoor.Verifier{Key: a.key.HandoverKey(), Dispatcher: func() string { id, _ := n.cl.Dispatcher(); return id },
 		Leader: func() string { id, _ := n.cl.Leader(); return id }}
 	n.serve(n.peerSrv, n.mux.HTTPListener())
-	n.serve(n.httpSrv, a.front(frontdoor.AcceptHandovers(n.httpLn, verifier, func(reason string) { n.handedOver.WithLabelValues(reason).Inc() })))
+	n.serve(n.httpSrv, a.listen(frontdoor.AcceptHandovers(n.httpLn, verifier, func(reason string) { n.handedOver.WithLabelValues(reason).Inc() })))
 	if n.cfg.Front != nil {
 		// Connections the policy sends to this node itself go to its own
 		// server without a relay.
 		local := frontdoor.NewLocalListener(n.httpLn.Addr())
 		a.local.Store(local)
-		n.serve(n.httpSrv, a.front(local))
+		n.serve(n.httpSrv, a.listen(local))
 	}
 	if n.fastLn != nil {
-		fast := filehttp.NewFastLane(n.files.svc.Load(), n.advertiseHTTP(), n.fastAllow(), max(n.cfg.MaxInFlight, 256)*16)
+		fast := filehttp.NewFastLane(n.files.svc.Load(), n.scheme()+"://"+n.advertiseHTTP(), n.fastAllow(), max(n.cfg.MaxInFlight, 256)*16)
 		a.fast.Store(fast)
+		ln := n.withTLS(n.fastLn)
 		n.wg.Go(func() {
-			if err := fast.Serve(n.fastLn); err != nil {
+			if err := fast.Serve(ln); err != nil {
 				n.log.Error("fast read lane stopped", "err", err)
 			}
 		})
@@ -107,6 +110,9 @@ type APIStatus struct {
 	// FrontServed is the plain reads the front answered itself since the
 	// start (the others went to net/http; docs/decisions/0018-front.md).
 	FrontServed uint64 `json:"front_served"`
+	// TLSUntil is when the client ports' certificate expires (zero: no
+	// TLS).
+	TLSUntil time.Time `json:"tls_until,omitzero"`
 }
 
 func (a *apiService) Status() any {
@@ -116,6 +122,9 @@ func (a *apiService) Status() any {
 		st.FrontServed += f.Served()
 	}
 	a.mu.Unlock()
+	if a.n.certs != nil {
+		st.TLSUntil = a.n.certs.NotAfter()
+	}
 	return st
 }
 
@@ -140,6 +149,14 @@ func (n *Node) openConns() int {
 func (n *Node) listenClient() error {
 	cfg := n.cfg
 	var err error
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return errors.New("TLS needs both a certificate and a key (--tls-cert and --tls-key)")
+	}
+	if cfg.TLSCert != "" {
+		if n.certs, err = certs.NewHolder(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return err
+		}
+	}
 	if n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("client API port %s: %w", cfg.HTTPAddr, err)
 	}
@@ -181,5 +198,44 @@ func (n *Node) startPprof() error {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	n.pprof = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog()}
 	n.serve(n.pprof, ln)
+	return nil
+}
+
+// listen wraps a client listener: in TLS when the node has a certificate
+// (net/http then answers everything: the front reads plain text only),
+// else in the front.
+func (a *apiService) listen(ln net.Listener) net.Listener {
+	if a.n.certs != nil {
+		return a.n.withTLS(ln)
+	}
+	return a.front(ln)
+}
+
+// withTLS wraps a client listener in TLS when the node has a certificate.
+func (n *Node) withTLS(ln net.Listener) net.Listener {
+	if n.certs == nil {
+		return ln
+	}
+	return tls.NewListener(ln, n.certs.Config())
+}
+
+// scheme is the client ports' URL scheme.
+func (n *Node) scheme() string {
+	if n.certs != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// ReloadTLS reads the client ports' certificate and key files again (on
+// SIGHUP): new connections get the new pair. Without TLS it does nothing.
+func (n *Node) ReloadTLS() error {
+	if n.certs == nil {
+		return nil
+	}
+	if err := n.certs.Reload(); err != nil {
+		return err
+	}
+	n.log.Info("TLS certificate reloaded", "until", n.certs.NotAfter())
 	return nil
 }

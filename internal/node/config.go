@@ -27,6 +27,10 @@ type Config struct {
 	// clients redirected here reach it (default: HTTPAddr, or the peer
 	// advertise host with HTTPAddr's port when HTTPAddr is unspecified).
 	HTTPAddr, AdvertiseHTTP string
+	// TLSCert and TLSKey, when set, are PEM files of the client ports'
+	// certificate and key (both ports speak TLS only); ReloadTLS reads
+	// them again (mure serve does on SIGHUP). See certs for a cluster CA.
+	TLSCert, TLSKey string
 	// FastHTTPAddr, when set, is where the fast read lane listens: GET and
 	// HEAD of whole files this node may serve from its own copy, on
 	// fasthttp; everything else it redirects to the main port.

@@ -20,6 +20,7 @@ import (
 	"github.com/mure-dev/mure/internal/admission"
 	"github.com/mure-dev/mure/internal/apps"
 	"github.com/mure-dev/mure/internal/auth"
+	"github.com/mure-dev/mure/internal/certs"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/dispatch"
 	"github.com/mure-dev/mure/internal/dsc"
@@ -57,6 +58,7 @@ type Node struct {
 	files *filesService
 	api   *apiService
 	auth  *nodeAuth
+	certs *certs.Holder // nil without TLS on the client ports
 	// admission is the client API's admission control (clientHandler).
 	admission *admission.Limiter
 	door      *frontdoor.Service // nil without a front door

@@ -66,7 +66,11 @@ func (h *Handler) redirect(w http.ResponseWriter, r *http.Request, hop int, held
 	}
 	q := r.URL.Query()
 	q.Set("hop", strconv.Itoa(hop+1))
-	u := url.URL{Scheme: "http", Host: held.Addr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: q.Encode()}
+	scheme := "http"
+	if r.TLS != nil { // a cluster's client ports speak TLS all or none
+		scheme = "https"
+	}
+	u := url.URL{Scheme: scheme, Host: held.Addr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: q.Encode()}
 	h.svc.Metrics().Redirected(r.Method)
 	w.Header().Set("Location", u.String())
 	w.Header().Set("X-Mure-Redirect", held.Node)

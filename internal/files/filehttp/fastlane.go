@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -39,7 +40,11 @@ type FastLane struct {
 // every request may; a refused one goes to the main port, which explains
 // the 401 or 403), maxConc the requests served at once.
 func NewFastLane(s *files.Service, main string, allow func(authorization, key string) bool, maxConc int) *FastLane {
-	l := &FastLane{s: s, main: main, allow: allow, nodeHdr: []byte(s.NodeID()), location: []byte("http://" + main)}
+	loc := main
+	if !strings.Contains(main, "://") {
+		loc = "http://" + main
+	}
+	l := &FastLane{s: s, main: main, allow: allow, nodeHdr: []byte(s.NodeID()), location: []byte(loc)}
 	l.srv = &fasthttp.Server{
 		Handler:              l.handle,
 		Name:                 "mure",

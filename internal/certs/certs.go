@@ -1,0 +1,160 @@
+// Package certs makes the TLS material of mure's client ports: a cluster
+// CA (mure ca init) that issues node certificates (mure ca issue), and a
+// certificate holder a node reloads on SIGHUP. Standard library only:
+// ECDSA P-256 keys, X.509 v3. See docs/security.md.
+package certs
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+)
+
+// Files of a CA directory.
+const (
+	CACert = "ca.crt"
+	CAKey  = "ca.key"
+)
+
+// ErrExists: the CA directory holds a CA already.
+var ErrExists = errors.New("certs: a CA exists already")
+
+// InitCA creates a CA (certificate valid 10 years, key mode 0600) in dir.
+func InitCA(dir, name string) error {
+	if _, err := os.Stat(filepath.Join(dir, CAKey)); err == nil {
+		return fmt.Errorf("%w in %s", ErrExists, dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: name, Organization: []string{"mure"}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(10, 0, 0),
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign, BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return err
+	}
+	return writePair(filepath.Join(dir, CACert), filepath.Join(dir, CAKey), der, key)
+}
+
+// Issue makes a server certificate for hosts (names and IP addresses),
+// valid for days, signed by the CA in caDir, written to certFile and
+// keyFile (mode 0600).
+func Issue(caDir string, hosts []string, days int, certFile, keyFile string) error {
+	ca, err := tls.LoadX509KeyPair(filepath.Join(caDir, CACert), filepath.Join(caDir, CAKey))
+	if err != nil {
+		return fmt.Errorf("load the CA from %s: %w", caDir, err)
+	}
+	caCert, err := x509.ParseCertificate(ca.Certificate[0])
+	if err != nil {
+		return err
+	}
+	if len(hosts) == 0 {
+		return errors.New("a certificate needs at least one host name or IP address")
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: hosts[0], Organization: []string{"mure"}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(0, 0, days),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, ca.PrivateKey)
+	if err != nil {
+		return err
+	}
+	return writePair(certFile, keyFile, der, key)
+}
+
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	return n
+}
+
+func writePair(certFile, keyFile string, der []byte, key *ecdsa.PrivateKey) error {
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+}
+
+// LoadPool reads a PEM file of CA certificates.
+func LoadPool(file string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", file)
+	}
+	return pool, nil
+}
+
+// Holder serves a certificate and key pair from files, reloaded on
+// demand (a node reloads on SIGHUP): connections made after a Reload get
+// the new pair, those open keep theirs.
+type Holder struct {
+	certFile, keyFile string
+	cur               atomic.Pointer[tls.Certificate]
+}
+
+// NewHolder loads the pair once.
+func NewHolder(certFile, keyFile string) (*Holder, error) {
+	h := &Holder{certFile: certFile, keyFile: keyFile}
+	return h, h.Reload()
+}
+
+// Reload reads the files again; on an error the previous pair stays.
+func (h *Holder) Reload() error {
+	c, err := tls.LoadX509KeyPair(h.certFile, h.keyFile)
+	if err != nil {
+		return fmt.Errorf("TLS certificate %s, key %s: %w", h.certFile, h.keyFile, err)
+	}
+	if c.Leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
+		return err
+	}
+	h.cur.Store(&c)
+	return nil
+}
+
+// Config is a server TLS configuration (TLS 1.2 and up) using the
+// current pair.
+func (h *Holder) Config() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return h.cur.Load(), nil }}
+}
+
+// NotAfter is when the current certificate expires.
+func (h *Holder) NotAfter() time.Time { return h.cur.Load().Leaf.NotAfter }
