@@ -347,3 +347,35 @@ func TestUpgradeToAuthentication(t *testing.T) {
 		})
 	}
 }
+
+// Rotating a node's admin credential: delete DATA/admin.token and restart
+// the node; the old token is refused everywhere, the new one works.
+func TestAdminCredentialRotation(t *testing.T) {
+	c := testcluster.Start(t, 2)
+	path := filepath.Join(c.Nodes[1].Dir, node.AdminTokenFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.TrimSpace(string(b))
+	mustCall(t, c.HTTPAddr(0), "GET", "/auth/whoami", bearer(old), "", http.StatusOK)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	c.Restart(1)
+	c.WaitReady(1)
+	b, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := strings.TrimSpace(string(b))
+	if fresh == old || !c.Nodes[1].NewAdmin {
+		t.Fatal("the restart did not make a new admin credential")
+	}
+	for i := range 2 {
+		testcluster.WaitFor(t, 5*time.Second, "the old admin token refused, the new one taken", func() bool {
+			return call(t, c.HTTPAddr(i), "GET", "/auth/whoami", bearer(old), "").status == http.StatusUnauthorized &&
+				call(t, c.HTTPAddr(i), "GET", "/auth/whoami", bearer(fresh), "").status == http.StatusOK
+		})
+	}
+}

@@ -42,9 +42,11 @@
 // that cannot be reached is answered with 502 (504 on a timeout) and the
 // JSON error envelope naming the app, its target and the error.
 //
-// When the node requires an API token, the Authorization header that
-// carries it is removed before a request reaches an app: the token is
-// the node's credential, not the app's.
+// The caller's credential never reaches an app: the node's guard
+// (internal/auth/authhttp) removes the Authorization header once it has
+// authenticated the request and sets X-Mure-User to the caller's name
+// (HTTP_X_MURE_USER for a CGI program). With authentication off, only
+// the deprecated static --token is removed.
 //
 // # Metrics
 //

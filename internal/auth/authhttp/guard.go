@@ -53,6 +53,11 @@ type Guard struct {
 	checks chan struct{} // bounds password checks at once (argon2id is memory-hard)
 }
 
+// UserHeader carries the authenticated caller's name to what is behind
+// the guard (CGI programs see HTTP_X_MURE_USER); one a client sends is
+// replaced.
+const UserHeader = "X-Mure-User"
+
 type ctxKey struct{}
 
 // PrincipalFrom returns the principal a Guard put in ctx.
@@ -73,6 +78,7 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		need := g.Classify(r)
 		if need.Open || need.Metrics && g.MetricsOpen {
+			r.Header.Del(UserHeader)
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -84,6 +90,10 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 			g.forbid(w, r, p, need)
 			return
 		}
+		// The credential is spent here: nothing behind the guard (an app, a
+		// CGI program) sees it; they learn who the caller is instead.
+		r.Header.Del("Authorization")
+		r.Header.Set(UserHeader, p.Name())
 		inner := r.WithContext(context.WithValue(r.Context(), ctxKey{}, p))
 		// Middleware outside (the metrics) reads the route the mux found.
 		defer func() { r.Pattern = inner.Pattern }()

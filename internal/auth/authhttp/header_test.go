@@ -109,3 +109,20 @@ func TestBasicNeedsTLSOffLoopback(t *testing.T) {
 		})
 	}
 }
+
+// Behind the guard the credential is gone and X-Mure-User names the
+// caller; a client's own X-Mure-User does not pass.
+func TestGuardSpendsTheCredential(t *testing.T) {
+	fsm := meta.NewFSM(auth.NewPart())
+	g := &authhttp.Guard{Auth: &auth.Authenticator{Records: fsm, StaticToken: "static"},
+		Classify: func(*http.Request) authhttp.Need { return authhttp.Need{Action: auth.Known} }}
+	var seen http.Header
+	h := g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = r.Header.Clone() }))
+	r := httptest.NewRequest("GET", "/cgi/x", nil)
+	r.Header.Set("Authorization", "Bearer static")
+	r.Header.Set("X-Mure-User", "someone-else")
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	if seen == nil || seen.Get("Authorization") != "" || seen.Get("X-Mure-User") != "admin" {
+		t.Fatalf("behind the guard: %v", seen)
+	}
+}
