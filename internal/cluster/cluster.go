@@ -165,6 +165,10 @@ func (c *Cluster) startRaft() (bool, error) {
 	if t.SnapshotThreshold > 0 && t.SnapshotThreshold < 1024 {
 		rc.SnapshotInterval = 200 * time.Millisecond // small thresholds are for tests
 	}
+	// Group commit: the leader appends every command waiting (up to 256)
+	// in one batch, one fsync of the log; the buffered channel lets
+	// proposers queue while that fsync runs.
+	rc.BatchApplyCh, rc.MaxAppendEntries = true, 256
 	rc.NotifyCh = c.notifyCh
 	rc.Logger = hl
 	logs, err := raft.NewLogCache(1024, w)

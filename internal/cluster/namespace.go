@@ -54,6 +54,8 @@ func (p proposal) namespace() (string, int) {
 	switch {
 	case p.op != nil:
 		return p.op.NS, p.op.V
+	case p.cmd.Kind == meta.KindCommit && p.cmd.Take:
+		return meta.NSCore, 2 // a commit that takes the right
 	case p.cmd.Kind == meta.KindSetConfig:
 		// A setting belongs to the namespace version that introduced it: a
 		// node that does not know it would refuse the value the others

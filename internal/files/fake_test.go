@@ -38,6 +38,11 @@ type fakeCluster struct {
 	// the connection is lost).
 	fail     map[string]string
 	forwards map[string]int // forwarded calls received, by op
+
+	// noTake makes the cluster refuse Commit.Take, as one with a voter
+	// older than core v2 does; applied lists the commands applied.
+	noTake  bool
+	applied []meta.Command
 }
 
 func newFakeCluster(t *testing.T, ids ...string) *fakeCluster {
@@ -86,6 +91,7 @@ func (c *fakeCluster) applyLocked(cmd meta.Command) *meta.Result {
 		c.t.Fatal(err)
 	}
 	c.idx++
+	c.applied = append(c.applied, cmd)
 	var res *meta.Result
 	for _, id := range c.ids {
 		res = c.fsms[id].Apply(&raft.Log{Index: c.idx, Type: raft.LogCommand, Data: data}).(*meta.Result)
@@ -114,6 +120,9 @@ func (s *fakeSeat) WaitInvalidationReady(ctx context.Context) error { return nil
 func (s *fakeSeat) LeasedExcept([]string) []string                  { return nil }
 func (s *fakeSeat) CatchUp(ctx context.Context) error               { return nil }
 func (s *fakeSeat) Apply(ctx context.Context, cmd meta.Command) (*meta.Result, error) {
+	if cmd.Take && s.c.noTake {
+		return nil, fmt.Errorf("fake: %w", meta.ErrUnsupported)
+	}
 	return s.c.apply(cmd), nil
 }
 

@@ -36,6 +36,20 @@ func (s *Service) Put(ctx context.Context, path string, body io.Reader, o PutOpt
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()
+	if s.mayTake(cur) {
+		// One key for both ways: a take whose answer was lost and the
+		// classic write after it are one write to the state machine.
+		o.IdempotencyKey = idemOrRandom(o.IdempotencyKey)
+		info, stored, done, err := s.putTaking(ctx, path, cur, body, o)
+		if done {
+			return info, err
+		}
+		defer stored.Close()
+		body, cur = stored, s.fsm.File(path)
+		if s.heldByOther(cur) {
+			return s.putElsewhere(ctx, path, cur.Holder, body, o)
+		}
+	}
 	grant, heldBefore, err := s.takeRight(ctx, path, cur)
 	if err != nil {
 		return Info{}, errNoQuorum("take the write right of "+path, err)

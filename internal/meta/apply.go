@@ -85,13 +85,25 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 		// same outcome, even if the right or the file changed since.
 		return cur, nil, true, nil
 	}
-	if cur == nil || cur.Holder == "" || cur.Holder != c.Node || cur.Grant != c.Grant {
+	var f *File
+	if c.Take {
+		var err error
+		if f, err = s.take(idx, c); err != nil {
+			return cur, nil, false, err
+		}
+	} else if cur == nil || cur.Holder == "" || cur.Holder != c.Node || cur.Grant != c.Grant {
 		return cur, nil, false, fmt.Errorf("%w: %s on %s (grant %d)", ErrNotHolder, c.Node, c.Path, c.Grant)
 	}
-	if err := c.Cond.Check(cur); err != nil {
-		return cur, nil, false, err
+	if f == nil {
+		f = cur.clone()
+	} else if err := c.Cond.Check(&File{Path: c.Path}); cur == nil && err != nil {
+		return cur, nil, false, err // a Take on a path never written
 	}
-	f := cur.clone()
+	if cur != nil {
+		if err := c.Cond.Check(cur); err != nil {
+			return cur, nil, false, err
+		}
+	}
 	f.Version, f.BlobID, f.Size, f.Sum, f.Modified, f.Deleted = idx, c.BlobID, c.Size, c.Sum, StampOf(c.Time), false
 	f.Valid = []string{c.Node}
 	for _, id := range c.Standby {
@@ -107,13 +119,48 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 	// (also those that stay valid, whose state may lag), or, for a
 	// creation, every node (they answered "not found"). Until then the
 	// version is pending.
-	before := cur.Valid
-	if !cur.Exists() {
+	var before []string
+	if cur.Exists() {
+		before = cur.Valid
+	} else {
 		before = s.servingNodes()
 	}
 	inv := s.pend(f, cur, before)
+	if c.Take && s.alone(c.Node) {
+		// Nobody else could answer for the old state, and the writer
+		// answers only once it has applied this: nothing to fence.
+		f.Pending, f.Unfenced, inv = false, nil, nil
+	}
 	s.put(f)
 	return f, inv, false, nil
+}
+
+// take gives a Take commit the write right, as Acquire would without
+// force: refused if another node holds it; kept if the writer does.
+func (s *State) take(idx uint64, c Command) (*File, error) {
+	if n := s.nodes[c.Node]; n == nil || n.State != NodeActive {
+		return nil, fmt.Errorf("%w: %s is not an active node", ErrUnknownNode, c.Node)
+	}
+	f := s.fileOrNew(c.Path)
+	switch f.Holder {
+	case c.Node:
+	case "":
+		f.Holder, f.Grant = c.Node, idx
+	default:
+		return nil, fmt.Errorf("%w: %s holds %s", ErrHeld, f.Holder, c.Path)
+	}
+	return f, nil
+}
+
+// alone reports whether node is the only node not removed (a one-node
+// cluster).
+func (s *State) alone(node string) bool {
+	for id, n := range s.nodes {
+		if id != node && n.State != NodeRemoved {
+			return false
+		}
+	}
+	return s.nodes[node] != nil
 }
 
 // pend marks f pending until the nodes that may still answer for an older

@@ -79,6 +79,10 @@ type Command struct {
 	// Force lets Acquire take the right from a holder the leader has
 	// found dead.
 	Force bool `json:"force,omitempty"`
+	// Take makes a Commit take the write right too, when nobody holds it
+	// (core v2): one entry instead of Acquire then Commit. Grant is then
+	// unused; the right's token is the commit's index.
+	Take bool `json:"take,omitempty"`
 	// Version names the version a Replica report or Release is about.
 	Version uint64    `json:"version,omitempty"`
 	BlobID  string    `json:"blob_id,omitempty"`

@@ -21,8 +21,10 @@ const NSCore = "core"
 
 // CoreVersion is the highest version of the core commands this binary
 // applies. A binary that does not advertise its versions (older than
-// namespaces) supports the core at version 1 and nothing else.
-const CoreVersion = 1
+// namespaces) supports the core at version 1 and nothing else. Version 2
+// adds Commit.Take (a commit that takes the right; settled at once in a
+// one-node cluster).
+const CoreVersion = 2
 
 // More sentinel errors, for namespaces.
 var (
