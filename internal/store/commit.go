@@ -17,11 +17,13 @@ import (
 //  3. if a blob with the same id exists:
 //     same size+sum: rename the data over it, fsync dir, done;
 //     otherwise: unlink the old data file, fsync dir;
-//  4. rename the sidecar into place, fsync dir;
+//  4. rename the sidecar into place (fsync dir only if an old blob of this
+//     id was unlinked in 3, whose sidecar it replaces);
 //  5. rename the data into place (the commit point), fsync dir.
 //
-// Hence a data file name is only ever visible next to a sidecar that
-// describes its content.
+// Hence a data file name is never visible next to a sidecar that
+// describes other content; after a crash before 5's fsync, Open deletes a
+// data file or a sidecar left alone.
 func (s *Store) install(tmpData string, info Info) (err error) {
 	dataRenamed := false
 	defer func() {
@@ -56,6 +58,7 @@ func (s *Store) install(tmpData string, info Info) (err error) {
 	}
 	dataName, metaName := l.data(info.ID), l.meta(info.ID)
 
+	replaced := false // an old sidecar of this id is in place
 	fi, err := s.fs.Lstat(dataName)
 	switch {
 	case err == nil:
@@ -75,17 +78,26 @@ func (s *Store) install(tmpData string, info Info) (err error) {
 		if err := s.syncDirIf(l.dir); err != nil {
 			return err
 		}
+		replaced = true
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
+	default:
+		// A sidecar left alone (a removal that failed midway) is
+		// replaced like an old blob's.
+		if _, err := s.fs.Lstat(metaName); err == nil {
+			replaced = true
+		}
 	}
 
 	if err := s.fs.Rename(tmpMeta, metaName); err != nil {
 		return err
 	}
 	metaRenamed = true
-	if err := s.syncDirIf(l.dir); err != nil {
-		s.fs.Remove(metaName)
-		return err
+	if replaced {
+		if err := s.syncDirIf(l.dir); err != nil {
+			s.fs.Remove(metaName)
+			return err
+		}
 	}
 	if err := s.fs.Rename(tmpData, dataName); err != nil {
 		s.fs.Remove(metaName)

@@ -31,9 +31,12 @@
 //
 //  1. A data file <id> only ever appears (by rename, the commit point) after
 //     its content was fsynced and after a sidecar describing that exact
-//     content was fsynced and renamed into place and the directory fsynced.
-//     So a visible data file always has a durable, matching sidecar, and a
-//     committed-looking blob never has wrong content.
+//     content was fsynced and renamed into place; one fsync of the
+//     directory then makes both durable, and Commit returns. A crash before
+//     that fsync may leave either name without the other (Open deletes it:
+//     the commit never returned), never a data file beside a sidecar that
+//     describes other content: when an old sidecar of the same id exists
+//     (case 2), the directory is fsynced between the two renames.
 //  2. Replacing an id with different content first unlinks the old data
 //     file (and fsyncs the directory), then proceeds as in 1. Committing the
 //     same content (same size and sum) again just renames the new data over
