@@ -10,10 +10,13 @@ import (
 )
 
 // mayTake reports whether a write may take the right in its commit: this
-// node's view shows nobody holding it. A holder writes under the right it
-// has; a right held elsewhere (alive or taken over with force) goes the
-// classic way.
-func (s *Service) mayTake(cur *meta.File) bool { return cur == nil || cur.Holder == "" }
+// node's view shows nobody else holding it (nobody, or this node: a take
+// keeps a right the writer holds, and needs no grant, so a release racing
+// the write costs nothing). A right held elsewhere (alive, or to take over
+// with force) goes the classic way.
+func (s *Service) mayTake(cur *meta.File) bool {
+	return cur == nil || cur.Holder == "" || cur.Holder == s.self
+}
 
 // putTaking writes path without taking its right first: the body is
 // stored and pushed to a standby, then one Commit with Take takes the

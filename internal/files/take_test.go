@@ -38,7 +38,11 @@ func TestPutTakesTheRightInItsCommit(t *testing.T) {
 	}{
 		{name: "one node, new file", nodes: []string{"a"}, want: []string{take}},
 		{name: "three nodes, new file: settled by the leader after its barrier", nodes: []string{"a", "b", "c"}, want: []string{take, settle}},
-		{name: "the holder writes again under its right", nodes: []string{"a", "b"},
+		{name: "the holder writes again", nodes: []string{"a", "b"},
+			before: func(c *fakeCluster) { c.put("a", "f", "v0", PutOptions{}) }, want: []string{take, settle}},
+		{name: "one node, the holder writes again", nodes: []string{"a"},
+			before: func(c *fakeCluster) { c.put("a", "f", "v0", PutOptions{}) }, want: []string{take}},
+		{name: "a voter older than core v2, the holder writes again", nodes: []string{"a", "b"}, noTake: true,
 			before: func(c *fakeCluster) { c.put("a", "f", "v0", PutOptions{}) }, want: []string{commit, settle}},
 		{name: "a voter older than core v2", nodes: []string{"a", "b"}, noTake: true, want: []string{acquire, commit, settle}},
 	}
