@@ -15,13 +15,13 @@ import (
 // world is a state machine holding the auth part, fed ops as raft log
 // entries, keeping every entry it applied.
 type world struct {
-	t   *testing.T
+	t   testing.TB
 	fsm *meta.FSM
 	idx uint64
 	log [][]byte
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	return &world{t: t, fsm: meta.NewFSM(auth.NewPart())}
 }
 
@@ -109,7 +109,7 @@ type secrets struct {
 	rootPW, alicePW, aliceToken, keyID, keySecret string
 }
 
-func people(t *testing.T, w *world) secrets {
+func people(t testing.TB, w *world) secrets {
 	s := secrets{rootPW: "root-pass-123", alicePW: "alice-pass-456", aliceToken: auth.NewToken()}
 	s.keyID, s.keySecret = auth.NewAccessKey()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
