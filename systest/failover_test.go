@@ -86,7 +86,7 @@ func firstWrite(ctx context.Context, start time.Time, addrs []string, path strin
 	last := ""
 	cls := make([]*client.Client, len(addrs))
 	for i, a := range addrs {
-		cls[i] = client.New([]string{a}, client.WithAttempts(1))
+		cls[i] = client.New([]string{a}, client.WithToken(testcluster.TokenFor(a)), client.WithAttempts(1))
 	}
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, time.Second)
