@@ -63,17 +63,22 @@ func parseHead(b []byte) (frontHead, headVerdict) {
 	if h.n > maxFrontHead {
 		return h, headHandOver
 	}
-	lines := bytes.Split(b[:end], []byte("\r\n"))
-	if !h.requestLine(lines[0]) || len(lines)-1 > maxFrontHeaders {
+	first, rest, _ := bytes.Cut(b[:end], []byte("\r\n"))
+	if !h.requestLine(first) {
 		return h, headHandOver
 	}
 	hosts, auths, conns := 0, 0, 0
-	for _, line := range lines[1:] {
+	for n := 0; len(rest) > 0; n++ {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		if n == maxFrontHeaders {
+			return h, headHandOver
+		}
 		name, value, ok := headerLine(line)
 		if !ok {
 			return h, headHandOver
 		}
-		switch lower(name) {
+		switch headerName(name) {
 		case "host":
 			hosts++
 			if !validHost(value) {
@@ -84,17 +89,17 @@ func parseHead(b []byte) (frontHead, headVerdict) {
 			h.auth = string(value)
 		case "connection":
 			conns++
-			switch lower(value) {
-			case "close":
+			switch {
+			case bytes.EqualFold(value, []byte("close")):
 				h.close = true
-			case "keep-alive":
+			case bytes.EqualFold(value, []byte("keep-alive")):
 			default:
 				return h, headHandOver // upgrade and friends
 			}
 		case "x-mure-client":
 			h.client = string(value)
-		case "user-agent", "accept", "accept-encoding", "accept-language", "x-mure-forward", "referer", "cache-control", "pragma":
-			// Harmless: the answer is the same with or without them.
+		case "harmless":
+			// The answer is the same with or without them.
 		default:
 			return h, headHandOver // a body, a range, a condition, Expect, ...
 		}
@@ -191,12 +196,25 @@ func validHost(v []byte) bool {
 	return true
 }
 
-// lower returns ASCII b in lower case, as a string.
-func lower(b []byte) string {
-	for _, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			return string(bytes.ToLower(b))
+// frontHeaders are the header names the front reads; harmlessHeaders
+// those that cannot change its answer.
+var (
+	frontHeaders    = []string{"host", "authorization", "connection", "x-mure-client"}
+	harmlessHeaders = []string{"user-agent", "accept", "accept-encoding", "accept-language", "x-mure-forward", "referer", "cache-control", "pragma"}
+)
+
+// headerName returns name in lower case when it is one of frontHeaders,
+// "harmless" for one of harmlessHeaders, "" otherwise (no allocation).
+func headerName(name []byte) string {
+	for _, n := range frontHeaders {
+		if len(n) == len(name) && bytes.EqualFold(name, []byte(n)) {
+			return n
 		}
 	}
-	return string(b)
+	for _, n := range harmlessHeaders {
+		if len(n) == len(name) && bytes.EqualFold(name, []byte(n)) {
+			return "harmless"
+		}
+	}
+	return ""
 }

@@ -130,3 +130,14 @@ func FuzzParseHead(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseHead: the front's cost of reading wrk's request head.
+func BenchmarkParseHead(b *testing.B) {
+	head := []byte("GET /files/bench/f4096 HTTP/1.1\r\nHost: 127.0.0.1:7990\r\nUser-Agent: curl/8\r\nAccept: */*\r\n\r\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, v := parseHead(head); v != headServe {
+			b.Fatal(v)
+		}
+	}
+}
