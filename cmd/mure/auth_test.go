@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"strings"
 	"testing"
@@ -110,5 +111,43 @@ func TestCACommands(t *testing.T) {
 	t.Setenv("MURE_NODE", "https://"+c.HTTPAddr(0))
 	if out, err = run(t, runWhoami, "--ca", dir+"/ca.crt"); err != nil || !strings.HasPrefix(out, "admin (admin)") {
 		t.Fatalf("whoami over https with --ca: %q %v", out, err)
+	}
+}
+
+// --anonymous-read takes prefixes ("*" for every file) as read-only grants,
+// and --auth=false opens the API.
+func TestAuthFlags(t *testing.T) {
+	tests := []struct {
+		args   []string
+		open   bool
+		grants []string
+		bad    bool
+	}{
+		{nil, false, nil, false},
+		{[]string{"--auth=false"}, true, nil, false},
+		{[]string{"--anonymous-read", "pub/, docs/public/"}, false, []string{"ro:pub/", "ro:docs/public/"}, false},
+		{[]string{"--anonymous-read", "*"}, false, []string{"ro:"}, false},
+		{[]string{"--anonymous-read", "/abs"}, false, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			var cfg node.Config
+			done := authFlags(fs, &cfg)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := done()
+			if (err != nil) != tc.bad {
+				t.Fatalf("err %v, want error %v", err, tc.bad)
+			}
+			var got []string
+			for _, g := range cfg.Auth.AnonymousRead {
+				got = append(got, g.String())
+			}
+			if !tc.bad && (cfg.Auth.Open != tc.open || strings.Join(got, ",") != strings.Join(tc.grants, ",")) {
+				t.Fatalf("open %v grants %v, want %v %v", cfg.Auth.Open, got, tc.open, tc.grants)
+			}
+		})
 	}
 }
