@@ -166,7 +166,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.httpSrv = &http.Server{Handler: n.clientHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: discardLog(),
 		ConnState: n.countConn}
 	env := service.Env{NodeID: id.NodeID, PeerAddr: n.mux.Addr(), Routes: n.routes, PeerRoutes: n.peerRoutes, Metrics: n.reg, Logger: n.log,
-		Cluster: n.cl, Serve: func(ln net.Listener) { n.serve(n.httpSrv, ln) }}
+		Cluster: n.cl, Serve: func(ln net.Listener) { n.serve(n.httpSrv, n.withTLS(ln)) }}
 	if err := n.svcs.start(ctx, env, all...); err != nil {
 		return nil, err
 	}
