@@ -136,3 +136,62 @@ func TestFrontSlowHead(t *testing.T) {
 		t.Fatalf("%d %q", resp.StatusCode, b)
 	}
 }
+
+// TestFrontClose: closing the front stops Accept and closes the
+// connections idle in it; net/http's Shutdown relies on both.
+func TestFrontClose(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := (&Handler{nodeHeader: []string{"n1"}}).NewFront(ln, FrontOptions{})
+	accepted := make(chan error, 1)
+	go func() {
+		_, err := f.Accept()
+		accepted <- err
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for f.OpenConnections() != 1 { // held by the front, idle, before any request
+		if time.Now().After(deadline) {
+			t.Fatalf("the front holds %d connections, want 1", f.OpenConnections())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-accepted; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Accept after Close: %v, want net.ErrClosed", err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("an idle connection stayed open after Close: %v", err)
+	}
+}
+
+// TestFrontHeadTimeout: a client that starts a head and stalls is cut off
+// after HeaderTimeout, not held for the idle timeout.
+func TestFrontHeadTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := (&Handler{nodeHeader: []string{"n1"}}).NewFront(ln, FrontOptions{HeaderTimeout: 50 * time.Millisecond, IdleTimeout: time.Minute})
+	defer f.Close()
+	go f.Accept()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET /files/a HTTP/1.1\r\nHost")
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("a stalled head was not cut off: %v", err)
+	}
+}
