@@ -13,8 +13,11 @@ test test-race:
 
 # 20 randomized fault schedules of 20 s each, checked for linearizability
 # (about 8 minutes; bounded by -timeout).
+# Fast timings (20 seeds), then the production ones (5 seeds of the fault
+# run; decision 0017).
 test-robustness:
 	MURE_ROBUSTNESS_RUNS=20 go test -count=1 -timeout 40m -run 'TestLinearizabilityUnderFaults|TestLinearizabilityThroughForwarding' -v ./systest
+	MURE_TIMING=default MURE_ROBUSTNESS_RUNS=5 go test -count=1 -timeout 20m -run 'TestLinearizabilityUnderFaults' -v ./systest
 
 # Paper 000 on the emulated-host testbed (root): the full grid (~1 hour) or
 # a quick subset (~12 minutes). See docs/benchmarks.md.
