@@ -47,11 +47,19 @@ func (a *Authenticator) part(fn func(p *Part)) {
 
 // Bearer authenticates a bearer token.
 func (a *Authenticator) Bearer(token string) (Principal, error) {
+	p, _, err := a.BearerUntil(token)
+	return p, err
+}
+
+// BearerUntil is Bearer that also returns when the token expires (zero:
+// never), for a caller that remembers the answer until then or until the
+// records change.
+func (a *Authenticator) BearerUntil(token string) (Principal, time.Time, error) {
 	if a.StaticToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(a.StaticToken)) == 1 {
-		return Principal{User: "admin", Via: ViaStaticToken, Admin: true}, nil
+		return Principal{User: "admin", Via: ViaStaticToken, Admin: true}, time.Time{}, nil
 	}
 	if _, err := ParseToken(token); err != nil {
-		return Principal{}, err
+		return Principal{}, time.Time{}, err
 	}
 	// The lookup is by the token's SHA-256: an attacker timing it learns
 	// about hashes of its own guesses, not about stored tokens.
@@ -64,11 +72,11 @@ func (a *Authenticator) Bearer(token string) (Principal, error) {
 	})
 	switch {
 	case t == nil || u == nil:
-		return Principal{}, fmt.Errorf("%w: unknown or revoked token", ErrUnauthenticated)
+		return Principal{}, time.Time{}, fmt.Errorf("%w: unknown or revoked token", ErrUnauthenticated)
 	case t.Expired(a.now()):
-		return Principal{}, fmt.Errorf("%w: token %s of %s expired at %s", ErrUnauthenticated, t.Name, t.User, t.Expires.Format(time.RFC3339))
+		return Principal{}, time.Time{}, fmt.Errorf("%w: token %s of %s expired at %s", ErrUnauthenticated, t.Name, t.User, t.Expires.Format(time.RFC3339))
 	}
-	return Principal{User: u.Name, Via: ViaToken, Credential: t.Name, Admin: u.Admin, Grants: u.Grants}, nil
+	return Principal{User: u.Name, Via: ViaToken, Credential: t.Name, Admin: u.Admin, Grants: u.Grants}, t.Expires, nil
 }
 
 // Basic authenticates a user name and password, or an access key ID and

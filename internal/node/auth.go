@@ -67,14 +67,17 @@ func (n *Node) guarded(next http.Handler) http.Handler {
 	return n.auth.guard.Wrap(next)
 }
 
-// fastAllow is the fast read lane's check: a bearer token (or nothing,
-// for anonymous grants) that may read key; anything else goes to the main
-// port, which explains the refusal.
+// fastAllow is the check of the front and the fast read lane: a bearer
+// token (or nothing, for anonymous grants) that may read key; anything
+// else goes to net/http, which explains the refusal. Token checks are
+// remembered while the records are unchanged (bearerCache).
 func (n *Node) fastAllow() func(authorization, key string) bool {
 	if !n.authRequired() {
 		return nil
 	}
 	anon := auth.Anonymous(n.cfg.Auth.AnonymousRead)
+	cache := newBearerCache()
+	fsm := n.cl.FSM()
 	return func(h, key string) bool {
 		cred, err := authhttp.ParseAuthorization(h)
 		switch {
@@ -83,8 +86,8 @@ func (n *Node) fastAllow() func(authorization, key string) bool {
 		case cred.Scheme == authhttp.None:
 			return anon.Allowed(auth.Read, key)
 		case cred.Scheme == authhttp.Bearer:
-			p, err := n.auth.authn.Bearer(cred.Token)
-			return err == nil && p.Allowed(auth.Read, key)
+			p, ok := cache.principal(cred.Token, fsm.Applied(), n.auth.authn.BearerUntil)
+			return ok && p.Allowed(auth.Read, key)
 		}
 		return false
 	}
