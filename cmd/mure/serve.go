@@ -52,6 +52,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&cfg.NoSync, "unsafe-no-fsync", false, "skip fsync (benchmarks and tests only: acknowledged writes may be lost on power failure)")
 	filesFlags(fs, &cfg)
 	appsFlags(fs, &cfg)
+	s3Flags(fs, &cfg)
 	front := frontFlags(fs)
 	authDone := authFlags(fs, &cfg)
 	if err := fs.Parse(args); err != nil {

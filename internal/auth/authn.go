@@ -124,3 +124,28 @@ func (a *Authenticator) accessKey(id, secret string) (Principal, error) {
 	}
 	return Principal{User: u.Name, Via: ViaAccessKey, Credential: k.ID, Admin: u.Admin, Grants: u.Grants}, nil
 }
+
+// KeySecret opens an access key for a signature check (S3's SigV4 signs
+// with the secret, so the secret itself must be recovered): the principal
+// the key acts for and the key's secret. An unknown key, or one whose
+// user is gone, is ErrUnauthenticated.
+func (a *Authenticator) KeySecret(id string) (Principal, string, error) {
+	if _, err := ParseKeyID(id); err != nil {
+		return Principal{}, "", fmt.Errorf("%w: %v", ErrUnauthenticated, err)
+	}
+	var k *AccessKey
+	var u *User
+	a.part(func(p *Part) {
+		if k = p.Key(id); k != nil {
+			u = p.User(k.User)
+		}
+	})
+	if k == nil || u == nil || a.Sealer == nil {
+		return Principal{}, "", fmt.Errorf("%w: unknown access key %s", ErrUnauthenticated, id)
+	}
+	secret, err := a.Sealer.Open(k.ID, k.Sealed)
+	if err != nil {
+		return Principal{}, "", fmt.Errorf("access key %s: %w", k.ID, err)
+	}
+	return Principal{User: u.Name, Via: ViaAccessKey, Credential: k.ID, Admin: u.Admin, Grants: u.Grants}, secret, nil
+}

@@ -35,6 +35,9 @@ type Config struct {
 	// HEAD of whole files this node may serve from its own copy, on
 	// fasthttp; everything else it redirects to the main port.
 	FastHTTPAddr string
+	// S3Addr, when set, is where the S3 API listens (internal/files/s3):
+	// buckets are the top-level folders, access keys sign the requests.
+	S3Addr string
 	// PprofAddr, when set, serves Go's profiler (/debug/pprof/) there:
 	// keep it on a loopback address.
 	PprofAddr string

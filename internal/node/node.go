@@ -25,6 +25,7 @@ import (
 	"github.com/mure-dev/mure/internal/dispatch"
 	"github.com/mure-dev/mure/internal/dsc"
 	"github.com/mure-dev/mure/internal/files"
+	"github.com/mure-dev/mure/internal/files/s3"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/meta"
@@ -62,6 +63,7 @@ type Node struct {
 	// admission is the client API's admission control (clientHandler).
 	admission *admission.Limiter
 	door      *frontdoor.Service // nil without a front door
+	s3        *s3.Service        // nil without --s3
 	single    *dsc.Service       // single-address mode only
 
 	// conns counts the client connections open on the main port (direct
@@ -198,6 +200,12 @@ func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 		return nil, err
 	}
 	all := []Service{n.files, a, n.api}
+	if cfg.S3Addr != "" {
+		if n.s3, err = n.s3Service(); err != nil {
+			return nil, err
+		}
+		all = append(all, n.s3)
+	}
 	if cfg.Front == nil {
 		return append(all, cfg.Extra...), nil
 	}

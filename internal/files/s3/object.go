@@ -1,0 +1,317 @@
+package s3
+
+import (
+	"encoding/xml"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mure-dev/mure/internal/auth"
+	"github.com/mure-dev/mure/internal/files"
+)
+
+func (q *request) path() string { return q.bucket + "/" + q.key }
+
+// condOf turns If-Match / If-None-Match on a write into the file API's
+// condition: an ETag of this face is the file's version.
+func condOf(r *http.Request) (files.Cond, error) {
+	var c files.Cond
+	if m := r.Header.Get("If-Match"); m != "" {
+		v, ok := versionOf(m)
+		if !ok {
+			return c, errorf(http.StatusPreconditionFailed, CodePreconditionFailed, "If-Match %s is not an ETag of this store", m)
+		}
+		c.IfMatch = v
+	}
+	if r.Header.Get("If-None-Match") == "*" {
+		c.IfNoneMatch = true
+	}
+	return c, nil
+}
+
+// versionOf reads the version from an ETag of this face.
+func versionOf(etag string) (uint64, bool) {
+	s := strings.Trim(strings.TrimSpace(etag), `"`)
+	v, err := strconv.ParseUint(s, 10, 64)
+	return v, err == nil && v > 0
+}
+
+func (h *Handler) putObject(q *request) {
+	if err := q.allow(auth.Write, q.path()); err != nil {
+		q.fail(err)
+		return
+	}
+	if !h.needBucket(q) {
+		return
+	}
+	cond, err := condOf(q.r)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	b, size, err := newBody(q.r, q.sig)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	info, err := h.files.Put(q.r.Context(), q.path(), b, files.PutOptions{Forwarding: q.forward, Size: size, Cond: cond})
+	if b.failed != nil {
+		q.fail(b.failed)
+		return
+	}
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	q.w.Header().Set("ETag", info.ETag)
+	q.w.WriteHeader(http.StatusOK)
+}
+
+// conditional answers the read conditions of r against info; it returns
+// false when it answered.
+func conditional(q *request, info files.Info) bool {
+	r := q.r
+	etag := info.ETag
+	mod := info.Modified.Truncate(time.Second)
+	if m := r.Header.Get("If-Match"); m != "" && !etagMatch(m, etag) {
+		q.fail(errorf(http.StatusPreconditionFailed, CodePreconditionFailed, "If-Match %s: the object's ETag is %s", m, etag))
+		return false
+	}
+	if s := r.Header.Get("If-Unmodified-Since"); s != "" && r.Header.Get("If-Match") == "" {
+		if t, err := http.ParseTime(s); err == nil && mod.After(t) {
+			q.fail(errorf(http.StatusPreconditionFailed, CodePreconditionFailed, "the object was modified at %s, after If-Unmodified-Since", mod.Format(http.TimeFormat)))
+			return false
+		}
+	}
+	notModified := false
+	if m := r.Header.Get("If-None-Match"); m != "" {
+		notModified = etagMatch(m, etag)
+	} else if s := r.Header.Get("If-Modified-Since"); s != "" {
+		if t, err := http.ParseTime(s); err == nil && !mod.After(t) {
+			notModified = true
+		}
+	}
+	if notModified {
+		q.w.Header().Set("ETag", etag)
+		q.w.Header().Set("Last-Modified", mod.UTC().Format(http.TimeFormat))
+		q.w.WriteHeader(http.StatusNotModified)
+		return false
+	}
+	return true
+}
+
+func etagMatch(list, etag string) bool {
+	for e := range strings.SplitSeq(list, ",") {
+		e = strings.TrimPrefix(strings.TrimSpace(e), "W/")
+		if e == "*" || e == etag || strings.Trim(e, `"`) == strings.Trim(etag, `"`) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Handler) getObject(q *request) {
+	if err := q.allow(auth.Read, q.path()); err != nil {
+		q.fail(err)
+		return
+	}
+	rd, err := h.files.Open(q.r.Context(), q.path(), files.OpenOptions{Forwarding: q.forward})
+	if errors.Is(err, files.ErrNotFound) {
+		if ok, berr := h.bucketExists(q); berr == nil && !ok {
+			err = noSuchBucket(q.bucket)
+		}
+	}
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	defer rd.Close()
+	info := rd.Info()
+	if !conditional(q, info) {
+		return
+	}
+	hd := q.w.Header()
+	hd.Set("ETag", info.ETag)
+	hd.Set("Accept-Ranges", "bytes")
+	if hd.Get("Content-Type") == "" {
+		hd.Set("Content-Type", "binary/octet-stream")
+	}
+	// The conditions are answered; ServeContent serves the range.
+	for _, c := range []string{"If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "If-Range"} {
+		q.r.Header.Del(c)
+	}
+	if rg := q.r.Header.Get("Range"); rg != "" && !rangeSatisfiable(rg, info.Size) {
+		hd.Set("Content-Range", "bytes */"+strconv.FormatInt(info.Size, 10))
+		q.fail(errorf(http.StatusRequestedRangeNotSatisfiable, CodeInvalidRange, "The requested range %s is not satisfiable: the object has %d bytes", rg, info.Size))
+		return
+	}
+	http.ServeContent(q.w, q.r, "", info.Modified, rd)
+}
+
+// rangeSatisfiable reports whether a single bytes range starts inside an
+// object of size bytes (S3 answers InvalidRange otherwise).
+func rangeSatisfiable(rg string, size int64) bool {
+	spec, ok := strings.CutPrefix(rg, "bytes=")
+	if !ok || strings.Contains(spec, ",") {
+		return true // left to ServeContent
+	}
+	start, _, _ := strings.Cut(spec, "-")
+	if start == "" {
+		return size > 0
+	}
+	n, err := strconv.ParseInt(start, 10, 64)
+	return err != nil || n < size
+}
+
+func (h *Handler) deleteObject(q *request) {
+	if err := q.allow(auth.Write, q.path()); err != nil {
+		q.fail(err)
+		return
+	}
+	if !h.needBucket(q) {
+		return
+	}
+	err := h.files.Delete(q.r.Context(), q.path(), files.DeleteOptions{Forwarding: q.forward})
+	if err != nil && !errors.Is(err, files.ErrNotFound) {
+		q.fail(err)
+		return
+	}
+	q.w.WriteHeader(http.StatusNoContent)
+}
+
+type copyResult struct {
+	XMLName      xml.Name `xml:"CopyObjectResult"`
+	ETag         string   `xml:"ETag"`
+	LastModified string   `xml:"LastModified"`
+}
+
+func (h *Handler) copyObject(q *request) {
+	src := q.r.Header.Get("X-Amz-Copy-Source")
+	if u, err := url.PathUnescape(src); err == nil {
+		src = u
+	}
+	src, _, _ = strings.Cut(strings.TrimPrefix(src, "/"), "?versionId=")
+	sb, sk, _ := strings.Cut(src, "/")
+	if err := validBucket(sb); err != nil {
+		q.fail(err)
+		return
+	}
+	if err := validKey(sk); err != nil {
+		q.fail(err)
+		return
+	}
+	if err := q.allow(auth.Read, src); err != nil {
+		q.fail(err)
+		return
+	}
+	if err := q.allow(auth.Write, q.path()); err != nil {
+		q.fail(err)
+		return
+	}
+	if !h.needBucket(q) {
+		return
+	}
+	var o files.CopyOptions
+	o.Forwarding = q.forward
+	if m := q.r.Header.Get("X-Amz-Copy-Source-If-Match"); m != "" {
+		v, ok := versionOf(m)
+		if !ok {
+			q.fail(errorf(http.StatusPreconditionFailed, CodePreconditionFailed, "x-amz-copy-source-if-match %s is not an ETag of this store", m))
+			return
+		}
+		o.SourceVersion = v
+	}
+	if d := q.r.Header.Get("X-Amz-Metadata-Directive"); d == "REPLACE" {
+		q.fail(errorf(http.StatusNotImplemented, CodeNotImplemented, "x-amz-metadata-directive REPLACE: this store keeps no user metadata yet"))
+		return
+	}
+	info, err := h.files.Copy(q.r.Context(), src, q.path(), o)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	writeXML(q, copyResult{ETag: info.ETag, LastModified: info.Modified.UTC().Format(time.RFC3339Nano)})
+}
+
+type deleteRequest struct {
+	XMLName xml.Name `xml:"Delete"`
+	Quiet   bool     `xml:"Quiet"`
+	Objects []struct {
+		Key string `xml:"Key"`
+	} `xml:"Object"`
+}
+
+type deleteResult struct {
+	XMLName xml.Name      `xml:"DeleteResult"`
+	NS      string        `xml:"xmlns,attr"`
+	Deleted []deletedKey  `xml:"Deleted"`
+	Errors  []deleteError `xml:"Error"`
+}
+
+type deletedKey struct {
+	Key string `xml:"Key"`
+}
+
+type deleteError struct {
+	Key     string `xml:"Key"`
+	Code    string `xml:"Code"`
+	Message string `xml:"Message"`
+}
+
+// maxDeleteKeys is S3's limit of keys per multi-delete.
+const maxDeleteKeys = 1000
+
+func (h *Handler) deleteObjects(q *request) {
+	b, _, err := newBody(q.r, q.sig)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	var req deleteRequest
+	if err := xml.NewDecoder(io.LimitReader(b, 2<<20)).Decode(&req); err != nil {
+		if b.failed != nil {
+			q.fail(b.failed)
+			return
+		}
+		q.fail(errorf(http.StatusBadRequest, CodeMalformedXML, "The XML you provided was not well-formed or did not validate: %v", err))
+		return
+	}
+	if _, err := io.Copy(io.Discard, b); err != nil {
+		q.fail(err)
+		return
+	}
+	if len(req.Objects) == 0 || len(req.Objects) > maxDeleteKeys {
+		q.fail(errorf(http.StatusBadRequest, CodeMalformedXML, "a multi-delete names 1 to %d keys; this one names %d", maxDeleteKeys, len(req.Objects)))
+		return
+	}
+	if !h.needBucket(q) {
+		return
+	}
+	res := deleteResult{NS: s3NS}
+	for _, o := range req.Objects {
+		path := q.bucket + "/" + o.Key
+		err := validKey(o.Key)
+		if err == nil {
+			err = q.allow(auth.Write, path)
+		}
+		if err == nil {
+			err = h.files.Delete(q.r.Context(), path, files.DeleteOptions{Forwarding: q.forward})
+		}
+		if err != nil && !errors.Is(err, files.ErrNotFound) {
+			var e *Error
+			if !errors.As(err, &e) {
+				e = fileError(err)
+			}
+			res.Errors = append(res.Errors, deleteError{Key: o.Key, Code: e.Code, Message: e.Message})
+			continue
+		}
+		if !req.Quiet {
+			res.Deleted = append(res.Deleted, deletedKey{Key: o.Key})
+		}
+	}
+	writeXML(q, res)
+}

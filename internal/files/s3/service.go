@@ -1,0 +1,127 @@
+package s3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mure-dev/mure/internal/auth"
+	"github.com/mure-dev/mure/internal/service"
+)
+
+// Config configures the S3 service of a node.
+type Config struct {
+	// Addr is where the S3 API listens (host:port).
+	Addr string
+	// Files returns the node's file API once the file service started
+	// (the node wires it; this service never imports another).
+	Files func() Files
+	// Keys opens access keys for the signature check.
+	Keys Keys
+	// Anonymous are the grants of unsigned requests; Open gives them
+	// everything (a node started with --auth=false).
+	Anonymous []auth.Grant
+	Open      bool
+	// Listen wraps the listener (TLS when the client ports speak it);
+	// nil: plain.
+	Listen func(net.Listener) net.Listener
+}
+
+// Service is the S3 API as a node service ("s3").
+type Service struct {
+	cfg  Config
+	mu   sync.Mutex
+	srv  *http.Server
+	addr string
+	done chan struct{}
+}
+
+// Status is the service's part of /status.
+type Status struct {
+	// Addr is the address the S3 API listens on.
+	Addr string `json:"addr"`
+}
+
+// NewService checks cfg and returns the service.
+func NewService(cfg Config) (*Service, error) {
+	if cfg.Addr == "" {
+		return nil, errors.New("s3: no address (--s3 ADDR)")
+	}
+	if cfg.Files == nil || cfg.Keys == nil {
+		return nil, errors.New("s3: the file API and the access keys must be wired")
+	}
+	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
+		return nil, fmt.Errorf("s3: --s3 %q: %w", cfg.Addr, err)
+	}
+	return &Service{cfg: cfg}, nil
+}
+
+// Name is "s3".
+func (s *Service) Name() string { return "s3" }
+
+// Start listens on the address and serves S3 there.
+func (s *Service) Start(_ context.Context, env service.Env) error {
+	fs := s.cfg.Files()
+	if fs == nil {
+		return errors.New("the file service is not running")
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("--s3 %s: %w", s.cfg.Addr, err)
+	}
+	if s.cfg.Listen != nil {
+		ln = s.cfg.Listen(ln)
+	}
+	anon := s.cfg.Anonymous
+	h := NewHandler(fs, s.cfg.Keys, anon, env.Logger)
+	if s.cfg.Open {
+		h.anonymous = auth.Principal{User: "anonymous", Via: auth.ViaAnonymous, Admin: true}
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.mu.Lock()
+	s.srv, s.addr, s.done = srv, ln.Addr().String(), make(chan struct{})
+	s.mu.Unlock()
+	go func() {
+		defer close(s.done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			env.Logger.Error("s3 server stopped", "err", err)
+		}
+	}()
+	env.Logger.Info("s3 API listening", "addr", s.addr)
+	return nil
+}
+
+// Stop stops accepting requests and waits for those in flight (bounded
+// by ctx).
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	srv, done := s.srv, s.done
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		err = errors.Join(err, srv.Close())
+	}
+	<-done
+	return err
+}
+
+// Status reports the listening address.
+func (s *Service) Status() any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Status{Addr: s.addr}
+}
+
+// Addr is the address the S3 API listens on ("" before Start).
+func (s *Service) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}

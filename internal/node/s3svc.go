@@ -1,0 +1,40 @@
+package node
+
+import (
+	"github.com/mure-dev/mure/internal/auth"
+	"github.com/mure-dev/mure/internal/files/s3"
+)
+
+// s3Service builds the S3 API (--s3): the file API and the access keys
+// are wired here, since a service imports no other (decision 0013).
+func (n *Node) s3Service() (*s3.Service, error) {
+	return s3.NewService(s3.Config{
+		Addr: n.cfg.S3Addr,
+		Files: func() s3.Files {
+			if svc := n.files.svc.Load(); svc != nil {
+				return svc
+			}
+			return nil
+		},
+		Keys:      nodeKeys{n},
+		Anonymous: n.cfg.Auth.AnonymousRead,
+		Open:      !n.authRequired(),
+		Listen:    n.withTLS,
+	})
+}
+
+// nodeKeys opens access keys with the node's authenticator, which exists
+// once the node has opened its security model (before services start).
+type nodeKeys struct{ n *Node }
+
+func (k nodeKeys) KeySecret(id string) (auth.Principal, string, error) {
+	return k.n.auth.authn.KeySecret(id)
+}
+
+// S3Addr is the address the S3 API listens on ("" without --s3).
+func (n *Node) S3Addr() string {
+	if n.s3 == nil {
+		return ""
+	}
+	return n.s3.Addr()
+}
