@@ -27,6 +27,12 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
 fi
 
+# the S3 API's tests drive real clients: aws cli and boto3 (from PyPI)
+if ! command -v aws >/dev/null || ! python3 -c 'import boto3' 2>/dev/null; then
+  command -v pip3 >/dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -qq python3-pip >/dev/null; }
+  pip3 install -q awscli boto3 || pip3 install -q --break-system-packages awscli boto3
+fi
+
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change: $unformatted" >&2

@@ -79,7 +79,8 @@ func parseCredential(s string) (credential, error) {
 // authenticated reports whether r carries a SigV4 signature (in its
 // Authorization header or its query).
 func authenticated(r *http.Request) bool {
-	return r.Header.Get("Authorization") != "" || r.URL.Query().Has("X-Amz-Signature")
+	q := r.URL.Query()
+	return r.Header.Get("Authorization") != "" || q.Has("X-Amz-Signature") || q.Has("Signature")
 }
 
 // verify checks r's signature and returns who signed it.
@@ -92,6 +93,9 @@ func (v *verifier) verify(r *http.Request) (*signed, error) {
 
 func (v *verifier) verifyHeader(r *http.Request, h string) (*signed, error) {
 	rest, ok := strings.CutPrefix(h, algorithm+" ")
+	if strings.HasPrefix(h, "AWS ") {
+		return nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "this request is signed with Signature Version 2, which this S3 API does not accept: sign with SigV4 (AWS4-HMAC-SHA256)")
+	}
 	if !ok {
 		return nil, errorf(http.StatusBadRequest, CodeAuthorizationHeader, "only %s signatures are accepted (SigV4); the Authorization header starts %q", algorithm, firstWord(h))
 	}
@@ -139,6 +143,9 @@ func (v *verifier) verifyHeader(r *http.Request, h string) (*signed, error) {
 
 func (v *verifier) verifyQuery(r *http.Request) (*signed, error) {
 	q := r.URL.Query()
+	if q.Has("Signature") && q.Has("AWSAccessKeyId") {
+		return nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "this URL is signed with Signature Version 2, which this S3 API does not accept: presign with SigV4 (boto3: Config(signature_version=\"s3v4\"))")
+	}
 	if q.Get("X-Amz-Algorithm") != algorithm {
 		return nil, errorf(http.StatusBadRequest, CodeAuthorizationHeader, "X-Amz-Algorithm must be %s", algorithm)
 	}
