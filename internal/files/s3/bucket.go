@@ -96,8 +96,13 @@ func (h *Handler) deleteBucket(q *request) {
 		return
 	}
 	for _, f := range page.Files {
-		if f.Path != q.bucket+"/"+BucketMarker {
-			q.fail(errorf(http.StatusConflict, CodeBucketNotEmpty, "The bucket %q is not empty (it holds %q, and perhaps more).", q.bucket, strings.TrimPrefix(f.Path, q.bucket+"/")))
+		switch k := strings.TrimPrefix(f.Path, q.bucket+"/"); {
+		case k == BucketMarker:
+		case strings.HasPrefix(k, uploadsDir+"/"):
+			q.fail(errorf(http.StatusConflict, CodeBucketNotEmpty, "The bucket %q has multipart uploads in progress: complete or abort them first.", q.bucket))
+			return
+		default:
+			q.fail(errorf(http.StatusConflict, CodeBucketNotEmpty, "The bucket %q is not empty (it holds %q, and perhaps more).", q.bucket, k))
 			return
 		}
 	}

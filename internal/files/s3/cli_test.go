@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,6 +84,28 @@ func TestS3AWSCLI(t *testing.T) {
 	if !strings.Contains(head, `"ContentLength": 3145745`) {
 		t.Fatalf("s3api head-object:\n%s", head)
 	}
+	// Above aws cli's 8 MiB threshold: a multipart upload (8 MiB parts)
+	// and a ranged, parallel download.
+	big := make([]byte, 9<<20+5)
+	_, _ = rand.Read(big)
+	bigSrc := filepath.Join(dir, "big.bin")
+	if err := os.WriteFile(bigSrc, big, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, env, "aws", "--endpoint-url", ep, "s3", "cp", bigSrc, "s3://photos/big.bin")
+	head = run(t, ctx, env, "aws", "--endpoint-url", ep, "s3api", "head-object", "--bucket", "photos", "--key", "big.bin")
+	if !strings.Contains(head, fmt.Sprintf(`"ContentLength": %d`, len(big))) {
+		t.Fatalf("head-object of the multipart upload:\n%s", head)
+	}
+	bigBack := filepath.Join(dir, "big-back.bin")
+	run(t, ctx, env, "aws", "--endpoint-url", ep, "s3", "cp", "s3://photos/big.bin", bigBack)
+	if got, err := os.ReadFile(bigBack); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("multipart round trip: %d bytes, %v", len(got), err)
+	}
+	if out := run(t, ctx, env, "aws", "--endpoint-url", ep, "s3api", "list-multipart-uploads", "--bucket", "photos"); strings.Contains(out, "UploadId") {
+		t.Fatalf("an upload is left after aws s3 cp:\n%s", out)
+	}
+	run(t, ctx, env, "aws", "--endpoint-url", ep, "s3", "rm", "s3://photos/big.bin")
 	run(t, ctx, env, "aws", "--endpoint-url", ep, "s3", "rm", "s3://photos/2026/photo one.bin")
 	if ls := run(t, ctx, env, "aws", "--endpoint-url", ep, "s3", "ls", "--recursive", "s3://photos/"); strings.TrimSpace(ls) != "" {
 		t.Fatalf("after rm: %s", ls)

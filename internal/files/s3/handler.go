@@ -127,6 +127,9 @@ func validBucket(b string) error {
 // validKey refuses, with an S3 error naming the rule, the keys the native
 // path rules refuse (decision 0021): nothing is rewritten.
 func validKey(k string) error {
+	if k == uploadsDir || strings.HasPrefix(k, uploadsDir+"/") {
+		return errorf(http.StatusBadRequest, CodeInvalidObjectName, "keys under %q are reserved: they hold multipart uploads in progress", uploadsDir+"/")
+	}
 	if k == BucketMarker {
 		return errorf(http.StatusBadRequest, CodeInvalidObjectName, "the key %q is reserved: it marks an empty folder as a bucket", k)
 	}
@@ -148,6 +151,8 @@ func (h *Handler) bucketOp(q *request) {
 		h.headBucket(q)
 	case r.Method == http.MethodGet && qs.Has("location"):
 		h.location(q)
+	case r.Method == http.MethodGet && qs.Has("uploads"):
+		h.listUploads(q)
 	case r.Method == http.MethodGet && (len(qs) == 0 || qs.Has("list-type") || qs.Has("prefix") || qs.Has("delimiter") || qs.Has("marker") || qs.Has("max-keys") || qs.Has("encoding-type")):
 		h.listObjects(q)
 	case r.Method == http.MethodPost && qs.Has("delete"):
@@ -160,6 +165,23 @@ func (h *Handler) bucketOp(q *request) {
 func (h *Handler) objectOp(q *request) {
 	r := q.r
 	qs := r.URL.Query()
+	switch id := qs.Get("uploadId"); {
+	case r.Method == http.MethodPost && qs.Has("uploads"):
+		h.createUpload(q)
+		return
+	case r.Method == http.MethodPut && qs.Has("uploadId"):
+		h.uploadPart(q, id)
+		return
+	case r.Method == http.MethodPost && qs.Has("uploadId"):
+		h.completeUpload(q, id)
+		return
+	case r.Method == http.MethodDelete && qs.Has("uploadId"):
+		h.abortUpload(q, id)
+		return
+	case r.Method == http.MethodGet && qs.Has("uploadId"):
+		h.listParts(q, id)
+		return
+	}
 	for _, sub := range []string{"uploads", "uploadId", "partNumber", "tagging", "acl", "retention", "legal-hold", "torrent", "attributes"} {
 		if qs.Has(sub) {
 			q.fail(errorf(http.StatusNotImplemented, CodeNotImplemented, "%s on objects (?%s) is not supported yet (docs/access.md lists what is)", r.Method, sub))

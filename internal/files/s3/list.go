@@ -114,7 +114,7 @@ func (h *Handler) listObjects(q *request) {
 		for _, f := range page.Files {
 			key := strings.TrimPrefix(f.Path, base)
 			last = key
-			if key == BucketMarker {
+			if key == BucketMarker || strings.HasPrefix(key, uploadsDir+"/") {
 				continue
 			}
 			o := object{Key: encode(key, enc), LastModified: f.Modified.UTC().Format(time.RFC3339Nano), ETag: f.ETag, Size: f.Size, StorageClass: "STANDARD"}
@@ -125,6 +125,10 @@ func (h *Handler) listObjects(q *request) {
 			count++
 		}
 		for _, p := range page.Prefixes {
+			if strings.TrimPrefix(p, base) == uploadsDir+"/" {
+				last = uploadsDir + "/"
+				continue
+			}
 			res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encode(strings.TrimPrefix(p, base), enc)})
 			last = strings.TrimPrefix(p, base)
 			count++
