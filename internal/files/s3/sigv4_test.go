@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -249,6 +252,54 @@ func TestSigV4SignedChunks(t *testing.T) {
 			}
 			if code == 200 && got != "ok alice "+string(data) {
 				t.Fatalf("decoded body differs: %.80q", got)
+			}
+		})
+	}
+}
+
+func TestUnsignedChunksWithTrailingChecksum(t *testing.T) {
+	srv := sigServer(t, time.Now)
+	creds := aws.Credentials{AccessKeyID: testKeyID, SecretAccessKey: testSecret}
+	data := []byte(strings.Repeat("trailing checksum ", 4000))
+	sum := crc32.ChecksumIEEE(data)
+	good := base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum))
+	bad := base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum+1))
+	for _, c := range []struct {
+		name, trailer string
+		wantCode      int
+		want          string
+	}{
+		{"right crc32", "x-amz-checksum-crc32:" + good, 200, "ok alice " + string(data)},
+		{"wrong crc32", "x-amz-checksum-crc32:" + bad, 400, CodeBadDigest},
+		{"trailer missing", "", 400, CodeInvalidRequest},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var enc bytes.Buffer
+			for rest := data; ; {
+				n := min(len(rest), 8192)
+				fmt.Fprintf(&enc, "%x\r\n", n)
+				if n == 0 {
+					break
+				}
+				enc.Write(rest[:n])
+				enc.WriteString("\r\n")
+				rest = rest[n:]
+			}
+			if c.trailer != "" {
+				enc.WriteString(c.trailer + "\r\n")
+			}
+			enc.WriteString("\r\n")
+			r, _ := http.NewRequest(http.MethodPut, srv.URL+"/b/trailer", bytes.NewReader(enc.Bytes()))
+			r.Header.Set("Content-Encoding", "aws-chunked")
+			r.Header.Set("X-Amz-Trailer", "x-amz-checksum-crc32")
+			r.Header.Set("X-Amz-Decoded-Content-Length", fmt.Sprint(len(data)))
+			r.Header.Set("X-Amz-Content-Sha256", streamingUnsignedTrail)
+			if err := newSigner().SignHTTP(context.Background(), creds, r, streamingUnsignedTrail, "s3", "us-east-1", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			code, got := answer(t, r)
+			if code != c.wantCode || got != c.want {
+				t.Fatalf("got %d %.60q, want %d %.60q", code, got, c.wantCode, c.want)
 			}
 		})
 	}
