@@ -26,7 +26,7 @@ import (
 // s3Cluster starts n nodes, each serving S3, with one copy per file (so
 // that some node holds neither a copy nor the write right of a file), and
 // makes the user alice (rw:photos/, ro:shared/) with an access key.
-func s3Cluster(t *testing.T, n int) (*testcluster.Cluster, client.AccessKey) {
+func s3Cluster(t testing.TB, n int) (*testcluster.Cluster, client.AccessKey) {
 	t.Helper()
 	c := testcluster.Start(t, n, testcluster.Options{Setup: func(i int, cfg *node.Config) {
 		cfg.S3Addr = testcluster.FreeAddr(t)
