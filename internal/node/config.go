@@ -38,6 +38,9 @@ type Config struct {
 	// S3Addr, when set, is where the S3 API listens (internal/files/s3):
 	// buckets are the top-level folders, access keys sign the requests.
 	S3Addr string
+	// S3UploadTTL is how long an S3 multipart upload may stay unfinished
+	// before the leader removes it (0: 24 h).
+	S3UploadTTL time.Duration
 	// PprofAddr, when set, serves Go's profiler (/debug/pprof/) there:
 	// keep it on a loopback address.
 	PprofAddr string

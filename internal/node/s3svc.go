@@ -20,6 +20,8 @@ func (n *Node) s3Service() (*s3.Service, error) {
 		Anonymous: n.cfg.Auth.AnonymousRead,
 		Open:      !n.authRequired(),
 		Listen:    n.withTLS,
+		UploadTTL: n.cfg.S3UploadTTL,
+		IsLeader:  func() bool { return n.cl != nil && n.cl.IsLeader() },
 	})
 }
 

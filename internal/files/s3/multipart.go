@@ -329,18 +329,25 @@ func (p *partsReader) close() {
 	}
 }
 
-// removeUpload deletes an upload's folder: its parts, then its key file.
+// removeUpload deletes an upload's folder.
 func (h *Handler) removeUpload(q *request, id string) {
-	ctx := context.WithoutCancel(q.r.Context())
+	h.removeDir(context.WithoutCancel(q.r.Context()), q.uploadDir(id))
+}
+
+// removeDir deletes an upload's folder dir: its parts, then its key
+// file (so an upload whose removal stopped midway is still listed, and
+// removed again).
+func (h *Handler) removeDir(ctx context.Context, dir string) {
+	fwd := files.Forwarding{Forward: true}
 	for after := ""; ; {
-		page, err := h.files.List(ctx, files.ListOptions{Prefix: q.uploadDir(id), After: after, Limit: 1000, Consistent: true})
+		page, err := h.files.List(ctx, files.ListOptions{Prefix: dir, After: after, Limit: 1000, Consistent: true})
 		if err != nil {
-			h.log.Warn("s3: could not list an upload to remove it", "upload", id, "err", err)
+			h.log.Warn("s3: could not list an upload to remove it", "upload", dir, "err", err)
 			return
 		}
 		for _, f := range page.Files {
 			if !strings.HasSuffix(f.Path, "/key") {
-				_ = h.files.Delete(ctx, f.Path, files.DeleteOptions{Forwarding: q.forward})
+				_ = h.files.Delete(ctx, f.Path, files.DeleteOptions{Forwarding: fwd})
 			}
 		}
 		if page.Next == "" {
@@ -348,7 +355,7 @@ func (h *Handler) removeUpload(q *request, id string) {
 		}
 		after = page.Next
 	}
-	_ = h.files.Delete(ctx, q.uploadDir(id)+"key", files.DeleteOptions{Forwarding: q.forward})
+	_ = h.files.Delete(ctx, dir+"key", files.DeleteOptions{Forwarding: fwd})
 }
 
 func (h *Handler) abortUpload(q *request, id string) {

@@ -13,6 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/mure-dev/mure/client"
+	"github.com/mure-dev/mure/internal/node"
+	"github.com/mure-dev/mure/internal/testcluster"
 )
 
 func TestS3Multipart(t *testing.T) {
@@ -126,4 +130,43 @@ func TestS3Multipart(t *testing.T) {
 			t.Fatalf("completion of an aborted upload: %v", err)
 		}
 	})
+}
+
+// An upload left unfinished longer than --s3-upload-ttl is removed with
+// its parts by the leader; a fresh one is kept.
+func TestS3AbandonedUploadsRemoved(t *testing.T) {
+	c := testcluster.Start(t, 1, testcluster.Options{Setup: func(i int, cfg *node.Config) {
+		cfg.S3Addr = testcluster.FreeAddr(t)
+		cfg.S3UploadTTL = 2 * time.Second
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	key, err := c.Client(0).CreateAccessKey(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := s3Client(c, 0, key)
+	b := aws.String("photos")
+	if _, err := s.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	cu, err := s.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String("left.bin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UploadPart(ctx, &s3.UploadPartInput{Bucket: b, Key: aws.String("left.bin"), UploadId: cu.UploadId, PartNumber: aws.Int32(1), Body: bytes.NewReader([]byte("part"))}); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.WaitFor(t, 30*time.Second, "the abandoned upload removed", func() bool {
+		_, err := s.ListParts(ctx, &s3.ListPartsInput{Bucket: b, Key: aws.String("left.bin"), UploadId: cu.UploadId})
+		return code(err) == "NoSuchUpload"
+	})
+	page, err := c.Client(0).List(ctx, client.ListOptions{Prefix: "photos/.s3uploads/"})
+	if err != nil || len(page.Files) != 0 {
+		t.Fatalf("files left of the removed upload: %v %+v", err, page)
+	}
+	// The bucket is empty again: it can be deleted.
+	if _, err := s.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
 }

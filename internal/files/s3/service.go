@@ -29,6 +29,12 @@ type Config struct {
 	// Listen wraps the listener (TLS when the client ports speak it);
 	// nil: plain.
 	Listen func(net.Listener) net.Listener
+	// UploadTTL is how long a multipart upload may stay unfinished; the
+	// leader removes older ones (0: DefaultUploadTTL).
+	UploadTTL time.Duration
+	// IsLeader says whether this node sweeps abandoned uploads (one node
+	// does; nil: never).
+	IsLeader func() bool
 }
 
 // Service is the S3 API as a node service ("s3").
@@ -38,6 +44,8 @@ type Service struct {
 	srv  *http.Server
 	addr string
 	done chan struct{}
+	stop context.CancelFunc
+	swept chan struct{}
 }
 
 // Status is the service's part of /status.
@@ -56,6 +64,12 @@ func NewService(cfg Config) (*Service, error) {
 	}
 	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
 		return nil, fmt.Errorf("s3: --s3 %q: %w", cfg.Addr, err)
+	}
+	if cfg.UploadTTL < 0 {
+		return nil, fmt.Errorf("s3: --s3-upload-ttl %s is negative", cfg.UploadTTL)
+	}
+	if cfg.UploadTTL == 0 {
+		cfg.UploadTTL = DefaultUploadTTL
 	}
 	return &Service{cfg: cfg}, nil
 }
@@ -91,6 +105,9 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 			env.Logger.Error("s3 server stopped", "err", err)
 		}
 	}()
+	sweepCtx, stop := context.WithCancel(context.Background())
+	s.stop, s.swept = stop, make(chan struct{})
+	go s.sweep(sweepCtx, h)
 	env.Logger.Info("s3 API listening", "addr", s.addr)
 	return nil
 }
@@ -104,6 +121,8 @@ func (s *Service) Stop(ctx context.Context) error {
 	if srv == nil {
 		return nil
 	}
+	s.stop()
+	<-s.swept
 	err := srv.Shutdown(ctx)
 	if err != nil {
 		err = errors.Join(err, srv.Close())
@@ -124,4 +143,26 @@ func (s *Service) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.addr
+}
+
+// sweep removes abandoned uploads on the leader, every quarter of the
+// upload TTL (at most every hour; at least every second, for tests).
+func (s *Service) sweep(ctx context.Context, h *Handler) {
+	defer close(s.swept)
+	every := min(max(s.cfg.UploadTTL/4, time.Second), time.Hour)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if s.cfg.IsLeader == nil || !s.cfg.IsLeader() {
+			continue
+		}
+		if _, err := h.sweepUploads(ctx, s.cfg.UploadTTL, time.Now()); err != nil && ctx.Err() == nil {
+			h.log.Warn("s3: sweep of abandoned uploads", "err", err)
+		}
+	}
 }
