@@ -39,12 +39,12 @@ type Config struct {
 
 // Service is the S3 API as a node service ("s3").
 type Service struct {
-	cfg  Config
-	mu   sync.Mutex
-	srv  *http.Server
-	addr string
-	done chan struct{}
-	stop context.CancelFunc
+	cfg   Config
+	mu    sync.Mutex
+	srv   *http.Server
+	addr  string
+	done  chan struct{}
+	stop  context.CancelFunc
 	swept chan struct{}
 }
 
