@@ -180,23 +180,34 @@ func (h *Handler) uploadPart(q *request, id string) {
 		q.fail(errorf(http.StatusBadRequest, CodeInvalidArgument, "Part number must be an integer between 1 and %d, inclusive", maxParts))
 		return
 	}
-	if q.r.Header.Get("X-Amz-Copy-Source") != "" {
-		q.fail(errorf(http.StatusNotImplemented, CodeNotImplemented, "UploadPartCopy is not supported yet: upload the part's bytes"))
-		return
-	}
 	if !h.checkUpload(q, id) {
 		return
 	}
-	b, size, err := newBody(q.r, q.sig)
-	if err != nil {
-		q.fail(err)
-		return
+	var src io.Reader
+	var size int64
+	var failed func() *Error
+	copying := q.r.Header.Get("X-Amz-Copy-Source") != ""
+	if copying {
+		rd, err := h.openCopySource(q)
+		if err != nil {
+			q.fail(err)
+			return
+		}
+		defer rd.Close()
+		src, size, failed = rd, rd.Length(), func() *Error { return nil }
+	} else {
+		b, n, err := newBody(q.r, q.sig)
+		if err != nil {
+			q.fail(err)
+			return
+		}
+		src, size, failed = b, n, func() *Error { return b.failed }
 	}
 	sum := md5.New()
 	name := fmt.Sprintf("%s%05d", q.uploadDir(id), n)
-	_, err = h.files.Put(q.r.Context(), name, io.TeeReader(b, sum), files.PutOptions{Forwarding: q.forward, Size: size})
-	if b.failed != nil {
-		err = b.failed
+	info, err := h.files.Put(q.r.Context(), name, io.TeeReader(src, sum), files.PutOptions{Forwarding: q.forward, Size: size})
+	if e := failed(); e != nil {
+		err = e
 	}
 	if err != nil {
 		q.fail(err)
@@ -207,8 +218,45 @@ func (h *Handler) uploadPart(q *request, id string) {
 		q.fail(err)
 		return
 	}
+	if copying {
+		writeXML(q, copyPartResult{ETag: `"` + md + `"`, LastModified: info.Modified.UTC().Format(time.RFC3339Nano)})
+		return
+	}
 	q.w.Header().Set("ETag", `"`+md+`"`)
 	q.w.WriteHeader(http.StatusOK)
+}
+
+type copyPartResult struct {
+	XMLName      xml.Name `xml:"CopyPartResult"`
+	ETag         string   `xml:"ETag"`
+	LastModified string   `xml:"LastModified"`
+}
+
+// openCopySource opens the object named by x-amz-copy-source, at the
+// range x-amz-copy-source-range when given (UploadPartCopy).
+func (h *Handler) openCopySource(q *request) (*files.Reader, error) {
+	src, err := copySource(q)
+	if err != nil {
+		return nil, err
+	}
+	o := files.OpenOptions{Forwarding: q.forward}
+	if rg := q.r.Header.Get("X-Amz-Copy-Source-Range"); rg != "" {
+		a, b, ok := strings.Cut(strings.TrimPrefix(rg, "bytes="), "-")
+		first, err1 := strconv.ParseInt(a, 10, 64)
+		last, err2 := strconv.ParseInt(b, 10, 64)
+		if !ok || !strings.HasPrefix(rg, "bytes=") || err1 != nil || err2 != nil || first < 0 || last < first {
+			return nil, errorf(http.StatusBadRequest, CodeInvalidArgument, "x-amz-copy-source-range %q is not bytes=FIRST-LAST", rg)
+		}
+		info, err := h.files.Stat(q.r.Context(), src, o)
+		if err != nil {
+			return nil, err
+		}
+		if last >= info.Size {
+			return nil, errorf(http.StatusBadRequest, CodeInvalidRange, "x-amz-copy-source-range %s: the source has %d bytes", rg, info.Size)
+		}
+		o.Offset, o.Length = first, last-first+1
+	}
+	return h.files.Open(q.r.Context(), src, o)
 }
 
 type completeRequest struct {

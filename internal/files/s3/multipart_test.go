@@ -98,6 +98,35 @@ func TestS3Multipart(t *testing.T) {
 			t.Fatalf("the upload outlived its completion: %v", err)
 		}
 	})
+	t.Run("upload part copy", func(t *testing.T) {
+		// Two ranges of big.bin (made above) copied into a new object.
+		cu, err := s.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String("copied.bin")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cp []types.CompletedPart
+		for i, rg := range []string{fmt.Sprintf("bytes=0-%d", len(p1)-1), fmt.Sprintf("bytes=%d-%d", len(p1), len(p1)+len(p2)-1)} {
+			out, err := other.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: b, Key: aws.String("copied.bin"), UploadId: cu.UploadId,
+				PartNumber: aws.Int32(int32(i + 1)), CopySource: aws.String("photos/big.bin"), CopySourceRange: aws.String(rg)})
+			if err != nil {
+				t.Fatalf("copy of %s: %v", rg, err)
+			}
+			cp = append(cp, types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: out.CopyPartResult.ETag})
+		}
+		if _, err := s.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: b, Key: aws.String("copied.bin"), UploadId: cu.UploadId,
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: cp}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String("copied.bin")})
+		if data := readAll(t, got, err); data != string(p1)+string(p2) {
+			t.Fatalf("object made of copied parts: %d bytes, want %d", len(data), len(p1)+len(p2))
+		}
+		_, err = other.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: b, Key: aws.String("copied.bin"), UploadId: cu.UploadId,
+			PartNumber: aws.Int32(1), CopySource: aws.String("photos/big.bin"), CopySourceRange: aws.String("bytes=0-99")})
+		if code(err) != "NoSuchUpload" {
+			t.Fatalf("copy into a completed upload: %v", err)
+		}
+	})
 	t.Run("refusals", func(t *testing.T) {
 		small := []byte("small part")
 		id, etags := upload(t, "bad.bin", small, p2)

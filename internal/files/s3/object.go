@@ -189,7 +189,9 @@ type copyResult struct {
 	LastModified string   `xml:"LastModified"`
 }
 
-func (h *Handler) copyObject(q *request) {
+// copySource is the path named by x-amz-copy-source ("/bucket/key" or
+// "bucket/key", URL-encoded), checked and readable by the caller.
+func copySource(q *request) (string, error) {
 	src := q.r.Header.Get("X-Amz-Copy-Source")
 	if u, err := url.PathUnescape(src); err == nil {
 		src = u
@@ -197,14 +199,17 @@ func (h *Handler) copyObject(q *request) {
 	src, _, _ = strings.Cut(strings.TrimPrefix(src, "/"), "?versionId=")
 	sb, sk, _ := strings.Cut(src, "/")
 	if err := validBucket(sb); err != nil {
-		q.fail(err)
-		return
+		return "", err
 	}
 	if err := validKey(sk); err != nil {
-		q.fail(err)
-		return
+		return "", err
 	}
-	if err := q.allow(auth.Read, src); err != nil {
+	return src, q.allow(auth.Read, src)
+}
+
+func (h *Handler) copyObject(q *request) {
+	src, err := copySource(q)
+	if err != nil {
 		q.fail(err)
 		return
 	}
