@@ -111,6 +111,10 @@ func TestS3ThroughEveryNode(t *testing.T) {
 		if aws.ToString(out.ETag) != aws.ToString(put.ETag) {
 			t.Fatalf("node %d: ETag %s, the put answered %s", i, aws.ToString(out.ETag), aws.ToString(put.ETag))
 		}
+		out, err = s.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("photos"), Key: aws.String("2026/a b+é.txt"), Range: aws.String("bytes=4001-4010")})
+		if got := readAll(t, out, err); got != body[4001:4011] {
+			t.Fatalf("node %d: range read %q, want %q", i, got, body[4001:4011])
+		}
 	}
 
 	// The object is a file for the native API, and the reverse.

@@ -47,114 +47,124 @@ type listResult struct {
 	CommonPrefixes        []commonPrefix `xml:"CommonPrefixes"`
 }
 
+// listQuery is a parsed ListObjects or ListObjectsV2 request.
+type listQuery struct {
+	v2, fetchOwner bool
+	base, after    string // base: "BUCKET/"; after: the file API's cursor
+}
+
 // listObjects answers ListObjects (V1) and ListObjectsV2 (list-type=2):
 // prefix, delimiter, marker / continuation-token / start-after, max-keys,
 // encoding-type=url and fetch-owner.
 func (h *Handler) listObjects(q *request) {
-	qs := q.r.URL.Query()
-	prefix, delim := qs.Get("prefix"), qs.Get("delimiter")
-	if err := q.allow(auth.Read, q.bucket+"/"+prefix); err != nil {
+	res, lq, err := parseList(q)
+	if err == nil {
+		err = q.allow(auth.Read, q.bucket+"/"+res.Prefix)
+	}
+	if err != nil {
 		q.fail(err)
-		return
-	}
-	maxKeys := 1000
-	if m := qs.Get("max-keys"); m != "" {
-		n, err := strconv.Atoi(m)
-		if err != nil || n < 0 {
-			q.fail(errorf(http.StatusBadRequest, CodeInvalidArgument, "max-keys %q must be a non-negative integer", m))
-			return
-		}
-		maxKeys = min(n, 1000)
-	}
-	enc := qs.Get("encoding-type")
-	if enc != "" && enc != "url" {
-		q.fail(errorf(http.StatusBadRequest, CodeInvalidArgument, "encoding-type %q: the only one is url", enc))
 		return
 	}
 	if !h.needBucket(q) {
 		return
 	}
-	v2 := qs.Get("list-type") == "2"
-	res := listResult{NS: s3NS, Name: q.bucket, Prefix: prefix, MaxKeys: maxKeys, Delimiter: delim, EncodingType: enc}
-	base := q.bucket + "/"
-	after := ""
-	if v2 {
-		res.StartAfter = qs.Get("start-after")
-		res.ContinuationToken = qs.Get("continuation-token")
-		if res.StartAfter != "" {
-			after = base + res.StartAfter
+	count, last, next, err := h.collect(q, &res, lq)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	if next != "" && res.MaxKeys > 0 {
+		res.IsTruncated = true
+		if lq.v2 {
+			res.NextContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(next))
+		} else if res.Delimiter != "" {
+			res.NextMarker = encode(last, res.EncodingType) // without a delimiter, V1 clients continue from the last key
 		}
-		if t := res.ContinuationToken; t != "" {
-			c, err := base64.RawURLEncoding.DecodeString(t)
-			if err != nil {
-				q.fail(errorf(http.StatusBadRequest, CodeInvalidArgument, "The continuation token provided is incorrect"))
-				return
-			}
-			after = string(c)
+	}
+	if lq.v2 {
+		res.KeyCount = &count
+	}
+	writeXML(q, res)
+}
+
+// parseList reads a listing's parameters into the result's echo fields
+// and the file API's cursor.
+func parseList(q *request) (listResult, listQuery, error) {
+	qs := q.r.URL.Query()
+	lq := listQuery{v2: qs.Get("list-type") == "2", base: q.bucket + "/"}
+	lq.fetchOwner = lq.v2 && qs.Get("fetch-owner") == "true"
+	res := listResult{NS: s3NS, Name: q.bucket, Prefix: qs.Get("prefix"), MaxKeys: 1000, Delimiter: qs.Get("delimiter"), EncodingType: qs.Get("encoding-type")}
+	if m := qs.Get("max-keys"); m != "" {
+		n, err := strconv.Atoi(m)
+		if err != nil || n < 0 {
+			return res, lq, errorf(http.StatusBadRequest, CodeInvalidArgument, "max-keys %q must be a non-negative integer", m)
 		}
-	} else {
+		res.MaxKeys = min(n, 1000)
+	}
+	if e := res.EncodingType; e != "" && e != "url" {
+		return res, lq, errorf(http.StatusBadRequest, CodeInvalidArgument, "encoding-type %q: the only one is url", e)
+	}
+	if !lq.v2 {
 		m := qs.Get("marker")
 		res.Marker = &m
 		switch {
-		case m != "" && delim != "" && strings.HasSuffix(m, delim):
-			after = "p:" + base + m // a NextMarker that is a common prefix: skip what lies under it
+		case m != "" && res.Delimiter != "" && strings.HasSuffix(m, res.Delimiter):
+			lq.after = "p:" + lq.base + m // a NextMarker that is a common prefix: skip what lies under it
 		case m != "":
-			after = base + m
+			lq.after = lq.base + m
 		}
+		return res, lq, nil
 	}
-	fetchOwner := v2 && qs.Get("fetch-owner") == "true"
-	count := 0
-	last := ""
-	for maxKeys > 0 && count < maxKeys {
-		page, err := h.files.List(q.r.Context(), files.ListOptions{Prefix: base + prefix, Delimiter: delim, After: after, Limit: maxKeys - count, Consistent: true})
+	res.StartAfter, res.ContinuationToken = qs.Get("start-after"), qs.Get("continuation-token")
+	if res.StartAfter != "" {
+		lq.after = lq.base + res.StartAfter
+	}
+	if t := res.ContinuationToken; t != "" {
+		c, err := base64.RawURLEncoding.DecodeString(t)
 		if err != nil {
-			q.fail(err)
-			return
+			return res, lq, errorf(http.StatusBadRequest, CodeInvalidArgument, "The continuation token provided is incorrect")
+		}
+		lq.after = string(c)
+	}
+	return res, lq, nil
+}
+
+// collect fills res with up to MaxKeys keys and common prefixes, hiding
+// the bucket marker and the uploads folder. It returns how many it put,
+// the last key or prefix seen, and the cursor after it ("" at the end).
+func (h *Handler) collect(q *request, res *listResult, lq listQuery) (count int, last, next string, err error) {
+	enc, next := res.EncodingType, lq.after
+	for res.MaxKeys > 0 && count < res.MaxKeys {
+		page, err := h.files.List(q.r.Context(), files.ListOptions{Prefix: lq.base + res.Prefix, Delimiter: res.Delimiter, After: next, Limit: res.MaxKeys - count, Consistent: true})
+		if err != nil {
+			return 0, "", "", err
 		}
 		for _, f := range page.Files {
-			key := strings.TrimPrefix(f.Path, base)
-			last = key
+			key := strings.TrimPrefix(f.Path, lq.base)
+			last = max(last, key)
 			if key == BucketMarker || strings.HasPrefix(key, uploadsDir+"/") {
 				continue
 			}
 			o := object{Key: encode(key, enc), LastModified: f.Modified.UTC().Format(time.RFC3339Nano), ETag: f.ETag, Size: f.Size, StorageClass: "STANDARD"}
-			if fetchOwner {
+			if lq.fetchOwner {
 				o.Owner = &owner{ID: "mure", DisplayName: "mure"}
 			}
 			res.Contents = append(res.Contents, o)
 			count++
 		}
 		for _, p := range page.Prefixes {
-			if strings.TrimPrefix(p, base) == uploadsDir+"/" {
-				last = uploadsDir + "/"
-				continue
+			p = strings.TrimPrefix(p, lq.base)
+			last = max(last, p)
+			if p != uploadsDir+"/" {
+				res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encode(p, enc)})
+				count++
 			}
-			res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encode(strings.TrimPrefix(p, base), enc)})
-			last = strings.TrimPrefix(p, base)
-			count++
 		}
-		after = page.Next
-		if page.Next == "" {
+		if next = page.Next; next == "" {
 			break
 		}
 	}
-	if after != "" && maxKeys > 0 {
-		res.IsTruncated = true
-		if v2 {
-			res.NextContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(after))
-		} else if delim != "" {
-			res.NextMarker = encode(last, enc)
-		}
-	}
-	if v2 {
-		res.KeyCount = &count
-		res.Marker = nil
-	}
-	if !v2 && res.IsTruncated && delim == "" {
-		// V1 clients continue from the last key when NextMarker is absent.
-		res.NextMarker = ""
-	}
-	writeXML(q, res)
+	return count, last, next, nil
 }
 
 // encode applies encoding-type=url to a key or prefix.
