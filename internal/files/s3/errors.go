@@ -105,6 +105,10 @@ func fileError(err error) *Error {
 		return &Error{Code: CodeInvalidArgument, Status: http.StatusBadRequest, Message: msg}
 	case errors.As(err, &un):
 		secs := max(1, int(un.RetryAfter.Seconds()+0.5))
+		if errors.Is(err, files.ErrNoQuorum) {
+			// The file API's message offers ?stale=1, a native API option.
+			msg = "this node cannot confirm its view with the cluster leader right now (no quorum or no read lease); retry, here or on another node"
+		}
 		return &Error{Code: CodeServiceUnavailable, Status: http.StatusServiceUnavailable, Message: msg, RetryAfter: secs}
 	case errors.Is(err, files.ErrUnavailable), errors.Is(err, files.ErrConflict), errors.Is(err, files.ErrHeldElsewhere):
 		return &Error{Code: CodeServiceUnavailable, Status: http.StatusServiceUnavailable, Message: msg, RetryAfter: 1}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -20,6 +21,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/mure-dev/mure/internal/auth"
+	"github.com/mure-dev/mure/internal/files"
 )
 
 const (
@@ -302,5 +304,27 @@ func TestUnsignedChunksWithTrailingChecksum(t *testing.T) {
 				t.Fatalf("got %d %.60q, want %d %.60q", code, got, c.wantCode, c.want)
 			}
 		})
+	}
+}
+
+// The file API's errors become S3's codes; a message that names a native
+// API option is replaced.
+func TestFileErrorCodes(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		code   string
+		status int
+	}{
+		{files.NewError(files.ErrNotFound, "x"), CodeNoSuchKey, 404},
+		{files.NewError(files.ErrPrecondition, "x"), CodePreconditionFailed, 412},
+		{&files.TooLargeError{Size: 10, Limit: 5}, CodeEntityTooLarge, 400},
+		{files.NewError(files.ErrTruncated, "x"), CodeIncompleteBody, 400},
+		{&files.UnavailableError{Kind: files.ErrNoQuorum, Msg: "add ?stale=1", RetryAfter: time.Second}, CodeServiceUnavailable, 503},
+		{errors.New("boom"), CodeInternalError, 500},
+	} {
+		e := fileError(c.err)
+		if e.Code != c.code || e.Status != c.status || strings.Contains(e.Message, "stale=1") {
+			t.Errorf("%v: got %s %d %q, want %s %d", c.err, e.Code, e.Status, e.Message, c.code, c.status)
+		}
 	}
 }
