@@ -29,6 +29,8 @@ func (m *Mux) EnableFaults() { m.faults.enabled.Store(true) }
 // SetIsolated cuts this node off from every peer (true) or heals it.
 // It is a fault-injection seam for tests (mure serve --debug-faults).
 func (m *Mux) SetIsolated(on bool) {
+	// Stored before the sweep: a connection registered after the sweep
+	// sees the flag in track and closes itself.
 	m.faults.isolated.Store(on)
 	if !on {
 		return
@@ -44,6 +46,12 @@ func (m *Mux) SetIsolated(on bool) {
 	}
 }
 
+// track registers c so that isolation can close it. A connection whose
+// dial or handshake began before the node was isolated and ended after the
+// sweep of SetIsolated would otherwise escape it and carry peer traffic
+// (raft, read-lease renewals) through the partition for as long as it is
+// pooled: so isolation is checked again once c is registered, and such a
+// connection is closed at once (its reader sees an error, as on a cut).
 func (f *faults) track(c net.Conn) net.Conn {
 	if !f.enabled.Load() {
 		return c
@@ -55,6 +63,9 @@ func (f *faults) track(c net.Conn) net.Conn {
 	}
 	f.live[tc] = struct{}{}
 	f.mu.Unlock()
+	if f.isolated.Load() {
+		_ = tc.Close()
+	}
 	return tc
 }
 
