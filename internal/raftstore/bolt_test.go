@@ -25,7 +25,7 @@ func writeBolt(t *testing.T, path string, from, to uint64, term uint64) {
 			return err
 		}
 		for _, l := range entries(from, to, 1) {
-			if err := logs.Put(binary.BigEndian.AppendUint64(nil, l.Index), encode(l)); err != nil {
+			if err := logs.Put(binary.BigEndian.AppendUint64(nil, l.Index), appendEntry(nil, l)); err != nil {
 				return err
 			}
 		}

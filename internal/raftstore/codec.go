@@ -11,11 +11,13 @@ import (
 // errCorrupt is returned for an entry that cannot be decoded.
 var errCorrupt = errors.New("raft store: corrupt log entry")
 
-// encode lays a log entry out as: index, term (8 bytes each), type (1),
-// appended-at in Unix nanoseconds (8), then data and extensions, each
+// entrySize is the length of l's encoding.
+func entrySize(l *raft.Log) int { return 33 + len(l.Data) + len(l.Extensions) }
+
+// appendEntry appends l's encoding to b: index, term (8 bytes each), type
+// (1), appended-at in Unix nanoseconds (8), then data and extensions, each
 // preceded by its length (4).
-func encode(l *raft.Log) []byte {
-	b := make([]byte, 0, 33+len(l.Data)+len(l.Extensions))
+func appendEntry(b []byte, l *raft.Log) []byte {
 	b = binary.BigEndian.AppendUint64(b, l.Index)
 	b = binary.BigEndian.AppendUint64(b, l.Term)
 	b = append(b, byte(l.Type))
@@ -53,8 +55,9 @@ func decode(b []byte, l *raft.Log) error {
 	return nil
 }
 
-// chunk reads a length-prefixed byte string (copied: bbolt's memory is
-// only valid inside its transaction).
+// chunk reads a length-prefixed byte string. It is not copied: decode's
+// callers hand it a buffer of its own (GetLog reads each entry into a new
+// one); the capacity is cut so that appending to it cannot reach rest.
 func chunk(b []byte) (data, rest []byte, ok bool) {
 	if len(b) < 4 {
 		return nil, nil, false
@@ -67,5 +70,5 @@ func chunk(b []byte) (data, rest []byte, ok bool) {
 	if n == 0 {
 		return nil, b, true
 	}
-	return append([]byte(nil), b[:n]...), b[n:], true
+	return b[:n:n], b[n:], true
 }

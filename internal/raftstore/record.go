@@ -28,19 +28,24 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// appendRecord appends one framed record of kind k with body parts to b.
-func appendRecord(b []byte, k byte, parts ...[]byte) []byte {
-	n := 1
-	for _, p := range parts {
-		n += len(p)
-	}
-	start := len(b)
-	b = binary.BigEndian.AppendUint32(b, uint32(n))
-	b = binary.BigEndian.AppendUint32(b, 0) // checksum, below
-	b = append(b, k)
-	for _, p := range parts {
-		b = append(b, p...)
-	}
+// appendRecord appends one framed record of kind k with body to b.
+func appendRecord(b []byte, k byte, body []byte) []byte {
+	b, start := beginRecord(b, k)
+	return endRecord(append(b, body...), start)
+}
+
+// beginRecord appends the header of a record of kind k, whose body the
+// caller then appends to b itself; endRecord(b, start) frames it.
+func beginRecord(b []byte, k byte) (_ []byte, start int) {
+	start = len(b)
+	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0, k) // length and checksum: endRecord
+	return b, start
+}
+
+// endRecord fills in the length and checksum of the record begun at
+// start, whose payload runs to the end of b.
+func endRecord(b []byte, start int) []byte {
+	binary.BigEndian.PutUint32(b[start:], uint32(len(b)-start-recHeader))
 	binary.BigEndian.PutUint32(b[start+4:], crc32.Checksum(b[start+recHeader:], castagnoli))
 	return b
 }

@@ -188,9 +188,15 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		}
 		next = l.Index + 1
 	}
-	var buf []byte
+	n := 0
 	for _, l := range logs {
-		buf = appendRecord(buf, kindEntry, encode(l))
+		n += recHeader + 1 + entrySize(l)
+	}
+	buf := make([]byte, 0, n)
+	for _, l := range logs {
+		var start int
+		buf, start = beginRecord(buf, kindEntry)
+		buf = endRecord(appendEntry(buf, l), start) // encoded in place: no copy per entry
 	}
 	return s.append(buf)
 }
