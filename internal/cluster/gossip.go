@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/mure-dev/mure/internal/meta"
 )
 
 // nodeMeta is what every member gossips about itself.
@@ -39,11 +41,15 @@ const (
 
 // peerView is the last gossip seen about one member.
 type peerView struct {
-	id    string
-	addr  string // peer address host:port
-	meta  nodeMeta
-	state GossipState
-	since time.Time
+	id   string
+	addr string // peer address host:port
+	meta nodeMeta
+	// supports is meta.Supports parsed when it arrives (nil: not
+	// advertised, or unreadable), so that the leader's check of each
+	// proposal (checkSupported) parses nothing.
+	supports meta.Supports
+	state    GossipState
+	since    time.Time
 }
 
 // gossip owns memberlist and the view of members it produces.
@@ -135,11 +141,29 @@ func (g *gossip) update(n *memberlist.Node, st GossipState) {
 	p.state = st
 	if len(n.Meta) > 0 {
 		p.meta = m
+		p.supports = nil
+		if m.Supports != "" {
+			p.supports, _ = meta.ParseSupports(m.Supports)
+		}
 	}
 	g.mu.Unlock()
 	if g.kick != nil {
 		g.kick()
 	}
+}
+
+// supports returns what every member seen advertises it supports, for
+// those that advertise it.
+func (g *gossip) supports() map[string]meta.Supports {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]meta.Supports, len(g.peers)+1)
+	for id, p := range g.peers {
+		if p.supports != nil {
+			out[id] = p.supports
+		}
+	}
+	return out
 }
 
 // view returns a copy of every member seen, refreshing suspect states from

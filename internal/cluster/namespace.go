@@ -93,15 +93,9 @@ func (c *Cluster) checkSupported(p proposal) error {
 
 // Supports returns what every member gossips it supports, this node
 // included; a member not heard from, or older than namespaces, is absent.
+// The maps are shared: read them only.
 func (c *Cluster) Supports() map[string]meta.Supports {
-	out := map[string]meta.Supports{c.cfg.NodeID: c.fsm.Supports()}
-	for id, p := range c.gossip.view() {
-		if id == c.cfg.NodeID || p.meta.Supports == "" {
-			continue
-		}
-		if s, err := meta.ParseSupports(p.meta.Supports); err == nil {
-			out[id] = s
-		}
-	}
+	out := c.gossip.supports()
+	out[c.cfg.NodeID] = c.fsm.Supports()
 	return out
 }
