@@ -93,16 +93,15 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 		}
 	} else if cur == nil || cur.Holder == "" || cur.Holder != c.Node || cur.Grant != c.Grant {
 		return cur, nil, false, fmt.Errorf("%w: %s on %s (grant %d)", ErrNotHolder, c.Node, c.Path, c.Grant)
-	}
-	if f == nil {
+	} else {
 		f = cur.clone()
-	} else if err := c.Cond.Check(&File{Path: c.Path}); cur == nil && err != nil {
-		return cur, nil, false, err // a Take on a path never written
 	}
-	if cur != nil {
-		if err := c.Cond.Check(cur); err != nil {
-			return cur, nil, false, err
-		}
+	old := cur
+	if old == nil {
+		old = &File{Path: c.Path} // a Take on a path never written
+	}
+	if err := c.Cond.Check(old); err != nil {
+		return cur, nil, false, err
 	}
 	f.Version, f.BlobID, f.Size, f.Sum, f.Modified, f.Deleted = idx, c.BlobID, c.Size, c.Sum, StampOf(c.Time), false
 	f.Valid = []string{c.Node}
