@@ -90,12 +90,9 @@ func (m *FSM) applyOp(l *raft.Log) *Result {
 	if err != nil {
 		return &Result{Index: l.Index, Err: err}
 	}
-	p := m.parts[op.NS]
-	switch {
-	case p == nil:
-		return &Result{Index: l.Index, Err: fmt.Errorf("%w: %q (this node applies %s)", ErrUnknownNamespace, op.NS, m.Supports())}
-	case op.V > p.Version():
-		return &Result{Index: l.Index, Err: fmt.Errorf("%w: %s v%d (this node applies up to v%d)", ErrUnknownNamespace, op.NS, op.V, p.Version())}
+	p, err := m.part(op.NS, op.V)
+	if err != nil {
+		return &Result{Index: l.Index, Err: err}
 	}
 	r := p.Apply(l.Index, op)
 	if r == nil {
@@ -103,6 +100,20 @@ func (m *FSM) applyOp(l *raft.Log) *Result {
 	}
 	r.Index = l.Index
 	return r
+}
+
+// part returns the part that applies namespace ns at version v, or
+// ErrUnknownNamespace: for an op (applyOp) and a snapshot's section
+// (restoreParts) alike.
+func (m *FSM) part(ns string, v int) (Part, error) {
+	p := m.parts[ns]
+	switch {
+	case p == nil:
+		return nil, fmt.Errorf("%w: %q (this node applies %s)", ErrUnknownNamespace, ns, m.Supports())
+	case v > p.Version():
+		return nil, fmt.Errorf("%w: %s v%d (this node applies up to v%d)", ErrUnknownNamespace, ns, v, p.Version())
+	}
+	return p, nil
 }
 
 // ReadPart runs fn with a namespace's part under the read lock (fn is not

@@ -106,12 +106,8 @@ func (m *FSM) Restore(rc io.ReadCloser) error {
 func (m *FSM) restoreParts(sections []section) error {
 	byNS := map[string]section{}
 	for _, sec := range sections {
-		p := m.parts[sec.NS]
-		switch {
-		case p == nil:
-			return fmt.Errorf("%w: section of namespace %q, which this binary does not know (it applies %s)", errBadSnapshot, sec.NS, m.Supports())
-		case sec.Version > p.Version():
-			return fmt.Errorf("%w: section %s v%d, this binary reads up to v%d", errBadSnapshot, sec.NS, sec.Version, p.Version())
+		if _, err := m.part(sec.NS, sec.Version); err != nil {
+			return fmt.Errorf("%w: section: %w", errBadSnapshot, err)
 		}
 		byNS[sec.NS] = sec
 	}
