@@ -9,9 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,23 +31,7 @@ import (
 // MURE_ROBUSTNESS_RUNS=N runs N seeds (make test-robustness), MURE_SEED=S
 // replays one.
 func TestLinearizabilityThroughForwarding(t *testing.T) {
-	runs, dur := 1, 8*time.Second
-	if v, err := strconv.Atoi(os.Getenv("MURE_ROBUSTNESS_RUNS")); err == nil && v > 0 {
-		runs = v
-	}
-	if v, err := time.ParseDuration(os.Getenv("MURE_ROBUSTNESS_DURATION")); err == nil && v > 0 {
-		dur = v
-	}
-	for range runs {
-		seed := time.Now().UnixNano()
-		if v, err := strconv.ParseInt(os.Getenv("MURE_SEED"), 10, 64); err == nil {
-			seed = v
-		}
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			t.Logf("seed %d (replay: MURE_SEED=%d go test ./systest -run TestLinearizabilityThroughForwarding)", seed, seed)
-			runThroughForwarding(t, seed, dur)
-		})
-	}
+	seededRuns(t, 8*time.Second, 8*time.Second, runThroughForwarding)
 }
 
 func runThroughForwarding(t *testing.T, seed int64, dur time.Duration) {

@@ -34,22 +34,33 @@ import (
 // test-robustness); MURE_SEED=S replays one seed; MURE_TIMING=default runs
 // the nodes with the production timings instead of the fast ones.
 func TestLinearizabilityUnderFaults(t *testing.T) {
-	runs, dur := 1, 8*time.Second
+	seededRuns(t, 8*time.Second, 20*time.Second, func(t *testing.T, seed int64, dur time.Duration) {
+		h := runWithFaults(t, seed, dur)
+		checkLinearizable(t, h, true)
+	})
+}
+
+// seededRuns runs fn as a subtest per seed: one randomized seed for dur,
+// or MURE_ROBUSTNESS_RUNS=N seeds for robustDur each (make
+// test-robustness). MURE_ROBUSTNESS_DURATION sets the duration of either;
+// MURE_SEED=S replays one seed.
+func seededRuns(t *testing.T, dur, robustDur time.Duration, fn func(t *testing.T, seed int64, dur time.Duration)) {
+	runs := 1
 	if v, err := strconv.Atoi(os.Getenv("MURE_ROBUSTNESS_RUNS")); err == nil && v > 0 {
-		runs, dur = v, 20*time.Second
+		runs, dur = v, robustDur
 	}
 	if v, err := time.ParseDuration(os.Getenv("MURE_ROBUSTNESS_DURATION")); err == nil && v > 0 {
 		dur = v
 	}
-	for r := 0; r < runs; r++ {
+	name := t.Name()
+	for range runs {
 		seed := time.Now().UnixNano()
 		if v, err := strconv.ParseInt(os.Getenv("MURE_SEED"), 10, 64); err == nil {
 			seed = v
 		}
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			t.Logf("seed %d (replay: MURE_SEED=%d go test ./systest -run TestLinearizabilityUnderFaults)", seed, seed)
-			h := runWithFaults(t, seed, dur)
-			checkLinearizable(t, h, true)
+			t.Logf("seed %d (replay: MURE_SEED=%d go test ./systest -run %s)", seed, seed, name)
+			fn(t, seed, dur)
 		})
 	}
 }
