@@ -2,14 +2,15 @@ package raftstore
 
 import (
 	"encoding/binary"
-	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/raft"
 )
 
-// errCorrupt is returned for an entry that cannot be decoded.
-var errCorrupt = errors.New("raft store: corrupt log entry")
+// errCorrupt is returned for an entry that cannot be decoded: an
+// ErrCorrupt, like every other record this package never writes.
+var errCorrupt = fmt.Errorf("log entry: %w", ErrCorrupt)
 
 // entrySize is the length of l's encoding.
 func entrySize(l *raft.Log) int { return 33 + len(l.Data) + len(l.Extensions) }

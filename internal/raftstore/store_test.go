@@ -199,8 +199,8 @@ func TestTornTail(t *testing.T) {
 func TestDecodeRejectsGarbage(t *testing.T) {
 	for _, b := range [][]byte{nil, make([]byte, 28), append(make([]byte, 25), 0, 0, 0, 9)} {
 		var l raft.Log
-		if err := decode(b, &l); err == nil {
-			t.Errorf("decode(%x) accepted garbage", b)
+		if err := decode(b, &l); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("decode(%x) = %v, want ErrCorrupt", b, err)
 		}
 	}
 }
