@@ -10,19 +10,8 @@
 # Needs wrk and haproxy (apt-get install wrk haproxy).
 #   scripts/bench/001-door.sh [DURATION] [CONNS]   (default 10s, wrk -c32)
 set -euo pipefail
-# use_admin DIR: later requests carry the admin credential a node wrote
-# in its data directory DIR at its first start (none for a binary older
-# than authentication: auth stays empty).
-auth=()
-use_admin() {
-  local f=$1/admin.token
-  for _ in $(seq 50); do [ -f "$f" ] && break; sleep 0.1; done
-  [ -f "$f" ] || { auth=(); unset MURE_TOKEN; return 0; }
-  MURE_TOKEN=$(cat "$f")
-  export MURE_TOKEN
-  auth=(-H "Authorization: Bearer $MURE_TOKEN")
-}
 cd "$(dirname "$0")/../.."
+. scripts/bench/admin.sh
 dur=${1:-10s}
 conns=${2:-32}
 work=$(mktemp -d)

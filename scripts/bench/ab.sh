@@ -13,18 +13,7 @@
 #   scripts/bench/ab.sh OLD_BIN NEW_BIN [ROUNDS] [DURATION]
 # Defaults: 3 rounds, 5s per measurement (about 2 minutes per round).
 set -euo pipefail
-# use_admin DIR: later requests carry the admin credential a node wrote
-# in its data directory DIR at its first start (none for a binary older
-# than authentication: auth stays empty).
-auth=()
-use_admin() {
-  local f=$1/admin.token
-  for _ in $(seq 50); do [ -f "$f" ] && break; sleep 0.1; done
-  [ -f "$f" ] || { auth=(); unset MURE_TOKEN; return 0; }
-  MURE_TOKEN=$(cat "$f")
-  export MURE_TOKEN
-  auth=(-H "Authorization: Bearer $MURE_TOKEN")
-}
+. "$(dirname "$0")/admin.sh"
 a=${1:?old binary}
 b=${2:?new binary}
 rounds=${3:-3}

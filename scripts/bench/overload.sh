@@ -17,19 +17,8 @@
 # Needs root for the CPU quota, curl and jq. OUT=DIR keeps the reports and
 # samples there.
 set -euo pipefail
-# use_admin DIR: later requests carry the admin credential a node wrote
-# in its data directory DIR at its first start (none for a binary older
-# than authentication: auth stays empty).
-auth=()
-use_admin() {
-  local f=$1/admin.token
-  for _ in $(seq 50); do [ -f "$f" ] && break; sleep 0.1; done
-  [ -f "$f" ] || { auth=(); unset MURE_TOKEN; return 0; }
-  MURE_TOKEN=$(cat "$f")
-  export MURE_TOKEN
-  auth=(-H "Authorization: Bearer $MURE_TOKEN")
-}
 cd "$(dirname "$0")/../.."
+. scripts/bench/admin.sh
 dur=${1:-20s}
 closed=${CLOSED:-10s}
 addr=127.0.0.1:7986

@@ -9,19 +9,8 @@
 # (apt-get install nginx-light wrk).
 #   scripts/bench/vs-nginx.sh [DURATION] [ROUNDS]   (default 5s, 3 rounds)
 set -euo pipefail
-# use_admin DIR: later requests carry the admin credential a node wrote
-# in its data directory DIR at its first start (none for a binary older
-# than authentication: auth stays empty).
-auth=()
-use_admin() {
-  local f=$1/admin.token
-  for _ in $(seq 50); do [ -f "$f" ] && break; sleep 0.1; done
-  [ -f "$f" ] || { auth=(); unset MURE_TOKEN; return 0; }
-  MURE_TOKEN=$(cat "$f")
-  export MURE_TOKEN
-  auth=(-H "Authorization: Bearer $MURE_TOKEN")
-}
 cd "$(dirname "$0")/../.."
+. scripts/bench/admin.sh
 dur=${1:-5s}
 rounds=${2:-3}
 work=$(mktemp -d)

@@ -7,11 +7,12 @@
 # PUT rate as a ratio of the fio rate of its round.
 #   scripts/bench/write-path.sh           # 3 rounds of 10 s runs, ~4 minutes
 #   ROUNDS=1 DUR=3 scripts/bench/write-path.sh   # a smoke run
-# Needs wrk, fio and curl; no root. The node's admin credential (or
-# MURE_TOKEN, when set) is sent as the bearer token. NODE_FLAGS adds serve flags;
+# Needs wrk, fio and curl; no root. The node's admin credential is sent as
+# the bearer token (none for a binary older than authentication). NODE_FLAGS adds serve flags;
 # MURE_BIN runs that binary instead of building this tree (before/after).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. scripts/bench/admin.sh
 rounds=${ROUNDS:-3} dur=${DUR:-10}
 addr=127.0.0.1:7996
 while [ -e /tmp/bench.lock ]; do sleep 10; done # another benchmark runs
@@ -30,14 +31,7 @@ bin=${MURE_BIN:-$work/mure}
 node=$!
 for _ in $(seq 100); do curl -sf "http://$addr/readyz" >/dev/null && break; sleep 0.1; done
 curl -sf "http://$addr/readyz" >/dev/null || { echo "node not ready" >&2; cat "$work/node.log" >&2; exit 1; }
-# The node's admin credential (a binary with authentication writes it at
-# its first start; an older one has none and needs no credential).
-if [ -z "${MURE_TOKEN:-}" ]; then
-  for _ in $(seq 50); do [ -f "$work/data/admin.token" ] && break; sleep 0.1; done
-  if [ -f "$work/data/admin.token" ]; then MURE_TOKEN=$(cat "$work/data/admin.token"); fi
-fi
-hdr=()
-[ -z "${MURE_TOKEN:-}" ] || hdr=(-H "Authorization: Bearer $MURE_TOKEN")
+use_admin "$work/data"
 
 fio_rate() { # single-thread fsync'd 4 KiB writes, per second
   fio --name=w --directory="$work" --rw=write --bs=4k --fsync=1 --size=64m \
@@ -48,7 +42,7 @@ fio_rate() { # single-thread fsync'd 4 KiB writes, per second
 
 put_rate() { # size conns → PUTs/s (2xx only; errors are reported)
   local out
-  out=$(SIZE=$1 wrk -t2 -c"$2" -d"${dur}s" "${hdr[@]}" -s scripts/bench/put.lua "http://$addr/" 2>&1)
+  out=$(SIZE=$1 wrk -t2 -c"$2" -d"${dur}s" "${auth[@]}" -s scripts/bench/put.lua "http://$addr/" 2>&1)
   if grep -q "Non-2xx" <<<"$out"; then
     echo "PUT $1 B x$2: $(grep 'Non-2xx' <<<"$out")" >&2
   fi
