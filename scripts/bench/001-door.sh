@@ -24,7 +24,7 @@ start_nodes() { # $1: front door mode
   for i in 0 1; do
     extra=()
     [ "$i" = 1 ] && extra=(--join 127.0.0.1:7871 --key-file "$work/d0/cluster.key")
-    "$bin" serve --data "$work/d$i" --http 127.0.0.1:787$((2 * i)) --peer 127.0.0.1:787$((2 * i + 1)) \
+    env -u MURE_TOKEN "$bin" serve --data "$work/d$i" --http 127.0.0.1:787$((2 * i)) --peer 127.0.0.1:787$((2 * i + 1)) \
       --front 127.0.0.1:7880 --front-mode "$1" --front-policy round-robin --unsafe-no-fsync \
       --max-inflight 1024 --log-level error "${extra[@]}" >>"$work/n$i.log" 2>&1 &
     pids+=($!)

@@ -32,7 +32,7 @@ record() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$out"; } # label metric value
 
 reads_and_small() { # $1 label, $2 binary
   local d=$work/r-$1-$RANDOM
-  "$2" serve --data "$d" --http 127.0.0.1:7890 --peer 127.0.0.1:7891 --log-level error >"$d.log" 2>&1 &
+  env -u MURE_TOKEN "$2" serve --data "$d" --http 127.0.0.1:7890 --peer 127.0.0.1:7891 --log-level error >"$d.log" 2>&1 &
   pids+=($!)
   wait_ready 127.0.0.1:7890
   use_admin "$d"
@@ -57,7 +57,7 @@ front_capacity() { # $1 label, $2 binary
   for i in 0 1; do
     extra=()
     [ "$i" = 1 ] && extra=(--join 127.0.0.1:7871 --key-file "$d-0/cluster.key")
-    "$2" serve --data "$d-$i" --http 127.0.0.1:787$((2 * i)) --peer 127.0.0.1:787$((2 * i + 1)) \
+    env -u MURE_TOKEN "$2" serve --data "$d-$i" --http 127.0.0.1:787$((2 * i)) --peer 127.0.0.1:787$((2 * i + 1)) \
       --front 127.0.0.1:7880 --front-mode proxy --front-policy round-robin --unsafe-no-fsync \
       --max-inflight 1024 --log-level error "${extra[@]}" >>"$d-$i.log" 2>&1 &
     pids+=($!)

@@ -3,6 +3,10 @@
 # with data directory DIR wrote there at its first start: auth (header
 # flags for curl and wrk) and MURE_TOKEN, exported for mure's own clients.
 # A binary older than authentication writes none: both are cleared.
+# Start every node as `env -u MURE_TOKEN BIN serve ...`: serve takes
+# MURE_TOKEN as a static admin token (deprecated; the only credential of a
+# binary older than authentication), so a credential exported here for the
+# clients must not reach a node started after it.
 #   . scripts/bench/admin.sh
 auth=()
 use_admin() {

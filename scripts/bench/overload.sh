@@ -49,7 +49,7 @@ limit_cpu() {
 bin=$work/mure
 go build -o "$bin" ./cmd/mure
 # shellcheck disable=SC2086 # NODE_FLAGS is a list of flags
-"$bin" serve --data "$work/data" --http $addr --peer 127.0.0.1:7987 --log-level error ${NODE_FLAGS:-} >"$work/node.log" 2>&1 &
+env -u MURE_TOKEN "$bin" serve --data "$work/data" --http $addr --peer 127.0.0.1:7987 --log-level error ${NODE_FLAGS:-} >"$work/node.log" 2>&1 &
 node=$!
 cpu=${NODE_CPU:-0.25}
 [ "$cpu" = 0 ] || limit_cpu $node "$cpu"

@@ -19,7 +19,7 @@ bin=$work/mure
 go build -o "$bin" ./cmd/mure
 mkdir -p "$work/www/files/bench" "$work/nginx"
 sed -e "s#NGINX_ROOT#$work/www#; s#NGINX_PORT#7980#; s#NGINX_DIR#$work/nginx#g" scripts/bench/nginx.conf >"$work/nginx.conf"
-"$bin" serve --data "$work/data" --http 127.0.0.1:7990 --http-fast 127.0.0.1:7992 --peer 127.0.0.1:7991 --log-level error >"$work/mure.log" 2>&1 &
+env -u MURE_TOKEN "$bin" serve --data "$work/data" --http 127.0.0.1:7990 --http-fast 127.0.0.1:7992 --peer 127.0.0.1:7991 --log-level error >"$work/mure.log" 2>&1 &
 mpid=$!
 nginx -c "$work/nginx.conf" &
 npid=$!

@@ -27,7 +27,7 @@ trap cleanup EXIT INT TERM
 bin=${MURE_BIN:-$work/mure}
 [ -n "${MURE_BIN:-}" ] || go build -o "$bin" ./cmd/mure
 # shellcheck disable=SC2086 # NODE_FLAGS is a list of flags
-"$bin" serve --data "$work/data" --http $addr --peer 127.0.0.1:7997 --log-level error ${NODE_FLAGS:-} >"$work/node.log" 2>&1 &
+env -u MURE_TOKEN "$bin" serve --data "$work/data" --http $addr --peer 127.0.0.1:7997 --log-level error ${NODE_FLAGS:-} >"$work/node.log" 2>&1 &
 node=$!
 for _ in $(seq 100); do curl -sf "http://$addr/readyz" >/dev/null && break; sleep 0.1; done
 curl -sf "http://$addr/readyz" >/dev/null || { echo "node not ready" >&2; cat "$work/node.log" >&2; exit 1; }
