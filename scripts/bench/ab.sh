@@ -21,7 +21,7 @@ dur=${4:-5s}
 secs=${dur%s}
 work=$(mktemp -d)
 pids=()
-trap 'kill ${pids[@]} 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT INT TERM
+trap 'kill ${pids[@]} 2>/dev/null || true; wait 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 out=$work/results.tsv
 : >"$out"
 
