@@ -138,7 +138,13 @@ func (r *Reader) Read() (Sample, error) {
 		}
 		s.CPUThrottledSeconds = float64(readStat(r.cpuStat)["throttled_time"]) / 1e9
 	case "cgroup v2":
-		s.CPUSeconds, err = v2Usage(r.cpuUsage)
+		st := readStat(r.cpuStat) // cpu.stat: usage and throttling in one read
+		us, ok := st["usage_usec"]
+		if !ok {
+			err = errors.New(r.cpuStat + ": no usage_usec")
+		}
+		s.CPUSeconds = float64(us) / 1e6
+		s.CPUThrottledSeconds = float64(st["throttled_usec"]) / 1e6
 		if f := fields(r.cpuQuota); len(f) == 2 && f[0] != "max" {
 			q, _ := strconv.ParseFloat(f[0], 64)
 			p, _ := strconv.ParseFloat(f[1], 64)
@@ -149,7 +155,6 @@ func (r *Reader) Read() (Sample, error) {
 		s.MemoryBytes, _ = readInt(r.memUsage)
 		s.MemoryLimit, _ = readInt(r.memLimit) // "max": 0
 		s.PageCacheBytes = pageCache(r.memStat)
-		s.CPUThrottledSeconds = float64(readStat(r.cpuStat)["throttled_usec"]) / 1e6
 	default:
 		s.CPUSeconds, err = machineCPU(filepath.Join(r.root, "stat"))
 		if err == nil {
@@ -160,20 +165,6 @@ func (r *Reader) Read() (Sample, error) {
 		return s, fmt.Errorf("host load (%s): %w", r.source, err)
 	}
 	return s, nil
-}
-
-func v2Usage(file string) (float64, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.Lines(string(data)) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "usage_usec "); ok {
-			us, err := strconv.ParseInt(v, 10, 64)
-			return float64(us) / 1e6, err
-		}
-	}
-	return 0, errors.New(file + ": no usage_usec")
 }
 
 // machineCPU sums the CPU time of the first line of /proc/stat (user,
