@@ -180,19 +180,14 @@ type Usage struct {
 func (cg *Cgroup) usage() (Usage, error) {
 	var u Usage
 	if cg.V2 {
-		data, err := os.ReadFile(filepath.Join(cg.CPU, "cpu.stat"))
+		st, err := os.ReadFile(filepath.Join(cg.CPU, "cpu.stat"))
 		if err != nil {
 			return u, err
 		}
-		for line := range strings.Lines(string(data)) {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "usage_usec "); ok {
-				us, _ := strconv.ParseInt(v, 10, 64)
-				u.CPUSeconds = float64(us) / 1e6
-			}
-		}
-		u.ThrottledSeconds = float64(statField(filepath.Join(cg.CPU, "cpu.stat"), "throttled_usec")) / 1e6
+		u.CPUSeconds = float64(statField(st, "usage_usec")) / 1e6
+		u.ThrottledSeconds = float64(statField(st, "throttled_usec")) / 1e6
 		u.MemoryBytes = readInt(filepath.Join(cg.Memory, "memory.current"))
-		u.PageCacheBytes = statField(filepath.Join(cg.Memory, "memory.stat"), "file")
+		u.PageCacheBytes = statField(readFile(filepath.Join(cg.Memory, "memory.stat")), "file")
 		return u, nil
 	}
 	for _, d := range cg.Dirs {
@@ -200,21 +195,17 @@ func (cg *Cgroup) usage() (Usage, error) {
 			u.CPUSeconds = float64(ns) / 1e9
 		}
 	}
-	u.ThrottledSeconds = float64(statField(filepath.Join(cg.CPU, "cpu.stat"), "throttled_time")) / 1e9
+	u.ThrottledSeconds = float64(statField(readFile(filepath.Join(cg.CPU, "cpu.stat")), "throttled_time")) / 1e9
 	if cg.Memory != "" {
 		u.MemoryBytes = readInt(filepath.Join(cg.Memory, "memory.usage_in_bytes"))
-		u.PageCacheBytes = statField(filepath.Join(cg.Memory, "memory.stat"), "cache")
+		u.PageCacheBytes = statField(readFile(filepath.Join(cg.Memory, "memory.stat")), "cache")
 	}
 	return u, nil
 }
 
-// statField reads one field of a flat keyed cgroup file (cpu.stat,
-// memory.stat); 0 when it is missing.
-func statField(file, key string) int64 {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return 0
-	}
+// statField returns one field of a flat keyed cgroup file's contents
+// (cpu.stat, memory.stat); 0 when it is missing.
+func statField(data []byte, key string) int64 {
 	for line := range strings.Lines(string(data)) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+" "); ok {
 			n, _ := strconv.ParseInt(v, 10, 64)
@@ -222,6 +213,12 @@ func statField(file, key string) int64 {
 		}
 	}
 	return 0
+}
+
+// readFile returns a file's contents; none when it cannot be read.
+func readFile(file string) []byte {
+	data, _ := os.ReadFile(file)
+	return data
 }
 
 func readInt(file string) int64 {
