@@ -5,6 +5,9 @@
 # Ctrl-C stops them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# serve takes MURE_TOKEN as a static admin token (deprecated): one exported
+# in this shell from an earlier tour must not become the new nodes' credential
+unset MURE_TOKEN
 go build -o bin/mure ./cmd/mure
 mkdir -p data
 pids=()
