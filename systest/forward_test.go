@@ -151,3 +151,52 @@ func TestCopyAndRenameOverHTTP(t *testing.T) {
 		t.Fatalf("source after rename: %v, want not found", err)
 	}
 }
+
+// TestCopyNeedsRightsOnSource: a copy needs the right to read its source,
+// a rename the right to write it (it deletes the source), besides the
+// right to write the destination that any PUT needs.
+func TestCopyNeedsRightsOnSource(t *testing.T) {
+	c := testcluster.Start(t, 1)
+	ctx := ctxT(t)
+	admin := c.Client(0)
+	put(t, admin, "secret/x", "hidden")
+	put(t, admin, "shared/x", "readable")
+	put(t, admin, "photos/x", "mine")
+	if _, err := admin.AddUser(ctx, client.UserChange{Name: "alice", Password: ptr("alice-pass-1"), Grants: &[]string{"rw:photos/", "ro:shared/"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, src, dst string
+		move           bool
+		status         int
+	}{
+		{"copy of an unreadable source", "secret/x", "photos/stolen", false, http.StatusForbidden},
+		{"rename of an unreadable source", "secret/x", "photos/stolen", true, http.StatusForbidden},
+		{"rename of a read-only source", "shared/x", "photos/moved", true, http.StatusForbidden},
+		{"copy of a readable source", "shared/x", "photos/copy", false, http.StatusCreated},
+		{"rename within one's own prefix", "photos/x", "photos/renamed", true, http.StatusCreated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+c.HTTPAddr(0)+"/files/"+tc.dst, nil)
+			req.SetBasicAuth("alice", "alice-pass-1")
+			req.Header.Set("X-Mure-Copy-From", tc.src)
+			if tc.move {
+				req.Header.Set("X-Mure-Move", "1")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("%d %s, want %d", resp.StatusCode, b, tc.status)
+			}
+		})
+	}
+	mustGet(t, admin, "secret/x", "hidden")
+	mustGet(t, admin, "shared/x", "readable")
+	if _, err := admin.Get(ctx, "photos/stolen", nil); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("photos/stolen: %v, want not found", err)
+	}
+}

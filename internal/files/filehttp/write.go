@@ -3,12 +3,15 @@ package filehttp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/mure-dev/mure/internal/api"
+	"github.com/mure-dev/mure/internal/auth"
+	"github.com/mure-dev/mure/internal/auth/authhttp"
 	"github.com/mure-dev/mure/internal/files"
 	"github.com/mure-dev/mure/internal/meta"
 )
@@ -78,7 +81,9 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request) {
 }
 
 // copy is a PUT with X-Mure-Copy-From: SRC (percent-encoded): the file
-// API's Copy, or Rename with X-Mure-Move: 1. The body must be empty. A
+// API's Copy, or Rename with X-Mure-Move: 1. The caller needs the right to
+// read SRC (to write it, for a rename) besides the destination's, which
+// the guard checked before. The body must be empty. A
 // copy is always done here, forwarding its steps as needed: redirecting
 // half of a compound operation would leave the client to redo it.
 func (h *Handler) copy(w http.ResponseWriter, r *http.Request, wr writeReq, rawSrc string) {
@@ -100,9 +105,15 @@ func (h *Handler) copy(w http.ResponseWriter, r *http.Request, wr writeReq, rawS
 		}
 		o.SourceVersion = v
 	}
-	do := h.svc.Copy
+	do, need := h.svc.Copy, auth.Read
 	if v := r.Header.Get("X-Mure-Move"); v == "1" || v == "true" {
-		do = h.svc.Rename
+		do, need = h.svc.Rename, auth.Write // a rename deletes the source
+	}
+	// The guard checked the destination (the request's path); the source
+	// is this handler's to check.
+	if p, ok := authhttp.PrincipalFrom(r.Context()); ok && !p.Allowed(need, src) {
+		api.Error(w, http.StatusForbidden, api.CodeForbidden, fmt.Sprintf("%s may not %s the copy source %q", p.Name(), need, src))
+		return
 	}
 	info, err := do(r.Context(), src, wr.path, o)
 	if err != nil {
