@@ -97,7 +97,7 @@ func (v *verifier) verifyHeader(r *http.Request, h string) (*signed, error) {
 		return nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "this request is signed with Signature Version 2, which this S3 API does not accept: sign with SigV4 (AWS4-HMAC-SHA256)")
 	}
 	if !ok {
-		return nil, errorf(http.StatusBadRequest, CodeAuthorizationHeader, "only %s signatures are accepted (SigV4); the Authorization header starts %q", algorithm, firstWord(h))
+		return nil, errorf(http.StatusBadRequest, CodeAuthorizationHeader, "only %s signatures are accepted (SigV4); the Authorization header's scheme is %s", algorithm, schemeOf(h))
 	}
 	fields := map[string]string{}
 	for f := range strings.SplitSeq(rest, ",") {
@@ -331,10 +331,15 @@ func uriEncode(s string, encodeSlash bool) string {
 	return b.String()
 }
 
-func firstWord(s string) string {
-	w, _, _ := strings.Cut(s, " ")
-	if len(w) > 32 {
-		w = w[:32]
+// schemeOf names the scheme of an Authorization value for an error
+// message, which is also logged: the first word when it reads as a scheme
+// name (Bearer, Basic), never any of a credential, such as a bare token.
+func schemeOf(h string) string {
+	w, _, ok := strings.Cut(h, " ")
+	if !ok || len(w) > 16 || strings.ContainsFunc(w, func(c rune) bool {
+		return !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-')
+	}) {
+		return "not one (a bare credential?)"
 	}
-	return w
+	return strconv.Quote(w)
 }

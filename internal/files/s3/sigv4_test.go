@@ -328,3 +328,29 @@ func TestFileErrorCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestForeignAuthorizationNotEchoed: an Authorization header that is not
+// SigV4 is refused with a message (also logged) that names its scheme but
+// holds nothing of the credential.
+func TestForeignAuthorizationNotEchoed(t *testing.T) {
+	tok := auth.NewToken()
+	v := &verifier{keys: testKeys{}, now: time.Now}
+	for _, c := range []struct{ header, scheme string }{
+		{tok, "not one"},
+		{"Bearer " + tok, `"Bearer"`},
+		{"Basic " + base64.StdEncoding.EncodeToString([]byte("alice:pw")), `"Basic"`},
+		{tok + " trailing", "not one"},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/b/k", nil)
+		r.Header.Set("Authorization", c.header)
+		_, err := v.verify(r)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeAuthorizationHeader {
+			t.Fatalf("%.12s...: %v, want %s", c.header, err, CodeAuthorizationHeader)
+		}
+		secret := strings.TrimPrefix(strings.TrimPrefix(c.header, "Bearer "), "Basic ")
+		if strings.Contains(e.Message, secret[:12]) || !strings.Contains(e.Message, c.scheme) {
+			t.Errorf("message %q: want the scheme %s and nothing of the credential", e.Message, c.scheme)
+		}
+	}
+}
