@@ -55,6 +55,10 @@ func TestFrontOnMainPort(t *testing.T) {
 			if frontServed(t, c, 0) != before+1 {
 				t.Fatal("the front answered a request with an unknown header")
 			}
+			closing := frontGet(t, addr, "GET "+tc.path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+			if closing.StatusCode != 200 || frontServed(t, c, 0) != before+2 {
+				t.Fatalf("a read with Connection: close: %d, served %d, want 200 and %d", closing.StatusCode, frontServed(t, c, 0), before+2)
+			}
 			if fast.StatusCode != 200 || string(fast.body) != string(tc.body) || slow.StatusCode != 200 || string(slow.body) != string(tc.body) {
 				t.Fatalf("front %d (%d bytes), net/http %d (%d bytes), want 200 and %d bytes", fast.StatusCode, len(fast.body), slow.StatusCode, len(slow.body), len(tc.body))
 			}

@@ -208,11 +208,13 @@ func (f *Front) serveConn(c net.Conn) {
 		if f.o.Slots != nil {
 			f.o.Slots.Release()
 		}
+		if err == nil {
+			f.served.Add(1)
+		}
 		if err != nil || h.close {
 			f.drop(c)
 			return
 		}
-		f.served.Add(1)
 		if !f.track(c, true) {
 			f.drop(c)
 			return
