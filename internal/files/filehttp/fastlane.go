@@ -79,10 +79,11 @@ func (l *FastLane) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	h := &ctx.Request.Header
-	if len(h.Peek("Range")) > 0 || len(h.Peek("If-None-Match")) > 0 || len(h.Peek("If-Match")) > 0 ||
-		len(h.Peek("If-Modified-Since")) > 0 || len(h.Peek("If-Unmodified-Since")) > 0 || len(h.Peek("If-Range")) > 0 {
-		l.toMain(ctx)
-		return
+	for _, k := range condHeaders {
+		if len(h.Peek(k)) > 0 {
+			l.toMain(ctx)
+			return
+		}
 	}
 	p, err := url.PathUnescape(string(raw[len(FilesPrefix):]))
 	if err != nil || files.ValidatePath(p) != nil {

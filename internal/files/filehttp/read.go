@@ -110,9 +110,18 @@ func clientID(r *http.Request) string {
 	return host
 }
 
+// condHeaders are the request headers that make a read other than a plain
+// whole-file one (a range, a condition). The fast lane sends a read with
+// any of them to the main port; the main handler answers it with
+// http.ServeContent.
+var condHeaders = []string{"Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "If-Range"}
+
 // plainRead reports whether r asks for a whole file without conditions.
 func plainRead(r *http.Request) bool {
-	h := r.Header
-	return len(h["Range"]) == 0 && len(h["If-Match"]) == 0 && len(h["If-None-Match"]) == 0 &&
-		len(h["If-Modified-Since"]) == 0 && len(h["If-Unmodified-Since"]) == 0 && len(h["If-Range"]) == 0
+	for _, k := range condHeaders {
+		if len(r.Header[k]) > 0 {
+			return false
+		}
+	}
+	return true
 }
