@@ -51,7 +51,7 @@ func newBenchFlagSet(stderr io.Writer) (*flag.FlagSet, *benchFlags) {
 		node = client.DefaultNode
 	}
 	fs.StringVar(&bf.nodes, "node", node, "comma-separated client API `ADDR`s; client i uses node i mod n; conn-rate polls their /status for CPU (env MURE_NODE)")
-	fs.StringVar(&bf.token, "token", os.Getenv("MURE_TOKEN"), "API bearer `TOKEN` (env MURE_TOKEN)")
+	secretVar(fs, &bf.token, "token", "MURE_TOKEN", "API bearer `TOKEN` (env MURE_TOKEN)")
 	fs.IntVar(&bf.clients, "clients", 0, "`N` concurrent logical clients (default 20 for replicated-io, 16 for small-ops, 6 for conn-rate)")
 	fs.IntVar(&bf.files, "files", bench.DefaultFiles, "`N` files per set (replicated-io)")
 	fs.StringVar(&bf.sizes, "sizes", "", "comma-separated file `SIZES`, K/M/G = 1024^n (default 1K,4K,16K,64K,256K,1M,4M; small-ops 1K,4K)")

@@ -40,12 +40,26 @@ func newFlagSet(name, synopsis, help string, stderr io.Writer) (*flag.FlagSet, *
 		node = client.DefaultNode
 	}
 	fs.StringVar(&cf.nodes, "node", node, "comma-separated node `ADDR`s to talk to (env MURE_NODE)")
-	fs.StringVar(&cf.token, "token", os.Getenv("MURE_TOKEN"), "API bearer `TOKEN` (env MURE_TOKEN); without it, MURE_USER and MURE_PASSWORD, or --data")
+	secretVar(fs, &cf.token, "token", "MURE_TOKEN", "API bearer `TOKEN` (env MURE_TOKEN); without it, MURE_USER and MURE_PASSWORD, or --data")
 	fs.StringVar(&cf.data, "data", os.Getenv("MURE_DATA"), "a node's data `DIR` on this machine: use its admin credential (DIR/admin.token; env MURE_DATA)")
 	fs.StringVar(&cf.ca, "ca", os.Getenv("MURE_CA"), "trust this CA certificate `FILE` (mure ca init) for https:// nodes (env MURE_CA)")
 	fs.BoolVar(&cf.json, "json", false, "machine-readable JSON output")
 	return fs, cf
 }
+
+// secretVar declares a string flag whose default is the environment
+// variable env, like fs.StringVar, except that the usage never prints the
+// value: usage goes to terminals and CI logs on every flag mistake.
+func secretVar(fs *flag.FlagSet, p *string, name, env, usage string) {
+	*p = os.Getenv(env)
+	fs.Var(secretFlag{p}, name, usage)
+}
+
+// secretFlag is a string flag that shows no value (see secretVar).
+type secretFlag struct{ p *string }
+
+func (s secretFlag) String() string     { return "" }
+func (s secretFlag) Set(v string) error { *s.p = v; return nil }
 
 // client returns a client of --node with the first credential found:
 // --token (MURE_TOKEN), MURE_USER and MURE_PASSWORD, or the admin

@@ -309,6 +309,20 @@ func TestHelpOnEverySubcommand(t *testing.T) {
 	}
 }
 
+// No usage shows a secret taken from the environment: usage is printed on
+// every flag mistake, to terminals and CI logs.
+func TestUsageHidesSecrets(t *testing.T) {
+	t.Setenv("MURE_TOKEN", "env-token-not-to-print")
+	t.Setenv("MURE_METRICS_TOKEN", "env-scrape-not-to-print")
+	for _, name := range commandNames() {
+		var out, errOut bytes.Buffer
+		realMain([]string{name, "--help"}, &out, &errOut)
+		if s := errOut.String() + out.String(); strings.Contains(s, "not-to-print") {
+			t.Errorf("mure %s --help shows a secret:\n%s", name, s)
+		}
+	}
+}
+
 // Completion scripts for the three shells, and the completions they ask
 // the binary for: commands, verbs, flags, setting names.
 func TestCompletion(t *testing.T) {
