@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -61,21 +60,9 @@ func (n *Node) ensureAdminCredential(ctx context.Context) (bool, error) {
 	if res.Err != nil {
 		return false, res.Err
 	}
-	if err := writeSecret(path, tok); err != nil {
+	if err := writeFileAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
 		return false, err
 	}
 	n.log.Info("admin credential created", "file", path)
 	return true, nil
-}
-
-// writeSecret writes a secret file atomically with mode 0600.
-func writeSecret(path, secret string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(secret+"\n"), 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

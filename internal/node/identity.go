@@ -90,10 +90,18 @@ func newID(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// writeFileAtomic writes data to path with mode through a synced temporary
+// file and a rename: a crash leaves the old file or the new, never half.
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	// A leftover tmp keeps its mode through O_TRUNC: set ours before
+	// writing, so a secret is never readable more widely than asked.
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if _, err := f.Write(data); err != nil {

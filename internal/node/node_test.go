@@ -214,3 +214,22 @@ func TestCloseReturnsStopErrors(t *testing.T) {
 		t.Fatalf("Close: %v; want the stop error", err)
 	}
 }
+
+// A secret file is written with its mode even over a leftover temporary
+// file that is readable by others.
+func TestWriteFileAtomicMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), AdminTokenFile)
+	if err := os.WriteFile(path+".tmp", []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFileAtomic(path, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, want 0600", fi.Mode().Perm())
+	}
+}
