@@ -100,7 +100,7 @@ func newToken(t *testing.T, addr, user, name, ttl string) string {
 // Every role against every kind of endpoint: allowed, 401 (no or a wrong
 // credential) or 403 (known but not allowed), with the JSON error code.
 func TestRoleByEndpoint(t *testing.T) {
-	c := secured(t, 1, func(cfg *node.Config) { cfg.Auth.LoginBurst = 1000 })
+	c := secured(t, 1, func(cfg *node.Config) { cfg.Auth.LoginBurst, cfg.DebugFaults = 1000, true })
 	addr := c.HTTPAddr(0)
 	adm := bearer(staticAdmin)
 	mustCall(t, addr, "POST", "/auth/users", adm, `{"name":"root","password":"root-pass-1","admin":true}`, http.StatusCreated)
@@ -143,6 +143,18 @@ func TestRoleByEndpoint(t *testing.T) {
 		{"GET", "/auth/users", "", map[string]want{"root": ok(200), "root pw": ok(200)}},
 		{"POST", "/auth/users", `{"name":"carol"}`, map[string]want{"root": ok(201), "root pw": ok(409)}},
 		{"GET", "/metrics", "", map[string]want{"root": ok(200), "root pw": ok(200), "scrape": ok(200)}},
+		{"GET", "/readyz", "", map[string]want{"none": ok(200), "bad token": ok(200), "bad scheme": ok(200), "wrong pw": ok(200), "root": ok(200), "root pw": ok(200), "alice": ok(200), "bob": ok(200), "scrape": ok(200)}},
+		{"GET", "/config", "", map[string]want{"root": ok(200), "root pw": ok(200), "alice": ok(200), "bob": ok(200)}},
+		{"GET", "/status/files/pub/x", "", map[string]want{"none": ok(200), "root": ok(200), "root pw": ok(200), "alice": ok(200)}},
+		{"GET", "/status/files/docs/b", "", map[string]want{"root": ok(200), "root pw": ok(200), "alice": ok(200)}},
+		{"GET", "/list?prefix=pub/", "", map[string]want{"none": ok(200), "root": ok(200), "root pw": ok(200), "alice": ok(200)}},
+		{"POST", "/debug/isolate?on=0", "", map[string]want{"root": ok(200), "root pw": ok(200)}},
+		{"GET", "/auth/tokens", "", map[string]want{"root": ok(200), "root pw": ok(200), "alice": ok(200), "bob": ok(200)}},
+		{"DELETE", "/auth/tokens/root/nosuch", "", map[string]want{"root": ok(404), "root pw": ok(404)}},
+		{"GET", "/auth/keys", "", map[string]want{"root": ok(200), "root pw": ok(200), "alice": ok(200), "bob": ok(200)}},
+		{"POST", "/auth/keys", `{}`, map[string]want{"root": ok(201), "root pw": ok(201), "alice": ok(201), "bob": ok(201)}},
+		{"PATCH", "/auth/users/bob", `{"grants":[]}`, map[string]want{"root": ok(200), "root pw": ok(200)}},
+		{"DELETE", "/auth/users/nosuch", "", map[string]want{"root": ok(404), "root pw": ok(404)}},
 	}
 	for _, ep := range endpoints {
 		for _, role := range []string{"none", "bad token", "bad scheme", "wrong pw", "root", "root pw", "alice", "bob", "scrape"} {
