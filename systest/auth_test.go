@@ -150,6 +150,8 @@ func TestRoleByEndpoint(t *testing.T) {
 		{"GET", "/list?prefix=pub/", "", map[string]want{"none": ok(200), "root": ok(200), "root pw": ok(200), "alice": ok(200)}},
 		{"POST", "/debug/isolate?on=0", "", map[string]want{"root": ok(200), "root pw": ok(200)}},
 		{"GET", "/auth/tokens", "", map[string]want{"root": ok(200), "root pw": ok(200), "alice": ok(200), "bob": ok(200)}},
+		{"GET", "/auth/tokens?user=root", "", map[string]want{"root": ok(200), "root pw": ok(200)}},
+		{"GET", "/auth/keys?user=root", "", map[string]want{"root": ok(200), "root pw": ok(200)}},
 		{"DELETE", "/auth/tokens/root/nosuch", "", map[string]want{"root": ok(404), "root pw": ok(404)}},
 		{"GET", "/auth/keys", "", map[string]want{"root": ok(200), "root pw": ok(200), "alice": ok(200), "bob": ok(200)}},
 		{"POST", "/auth/keys", `{}`, map[string]want{"root": ok(201), "root pw": ok(201), "alice": ok(201), "bob": ok(201)}},

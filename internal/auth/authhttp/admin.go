@@ -55,6 +55,18 @@ func caller(w http.ResponseWriter, r *http.Request, user string) (auth.Principal
 	return p, false
 }
 
+// listed returns whose records a listing shows: those of ?user= (the
+// caller's own, or anyone's for an admin), else the caller's own, or
+// everyone's for an admin; it answers 403 when the caller may not.
+func listed(w http.ResponseWriter, r *http.Request) (string, bool) {
+	user := r.URL.Query().Get("user")
+	p, ok := caller(w, r, user)
+	if ok && user == "" && !p.Admin {
+		user = p.User
+	}
+	return user, ok
+}
+
 func adminOnly(w http.ResponseWriter, r *http.Request) bool {
 	p, _ := PrincipalFrom(r.Context())
 	if !p.Admin {

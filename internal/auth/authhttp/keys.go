@@ -43,13 +43,9 @@ func (a *Admin) addKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Admin) listKeys(w http.ResponseWriter, r *http.Request) {
-	user := r.URL.Query().Get("user")
-	p, ok := caller(w, r, user)
+	user, ok := listed(w, r)
 	if !ok {
 		return
-	}
-	if user == "" && !p.Admin {
-		user = p.User
 	}
 	out := []KeyView{}
 	a.part(func(ap *auth.Part) {

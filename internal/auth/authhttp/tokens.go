@@ -70,13 +70,9 @@ func (a *Admin) addToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Admin) listTokens(w http.ResponseWriter, r *http.Request) {
-	user := r.URL.Query().Get("user")
-	p, ok := caller(w, r, user)
+	user, ok := listed(w, r)
 	if !ok {
 		return
-	}
-	if user == "" && !p.Admin {
-		user = p.User
 	}
 	out := []TokenView{}
 	a.part(func(ap *auth.Part) {
