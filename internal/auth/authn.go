@@ -2,6 +2,7 @@ package auth
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -105,24 +106,19 @@ func (a *Authenticator) dummyHash() string {
 }
 
 func (a *Authenticator) accessKey(id, secret string) (Principal, error) {
-	var k *AccessKey
-	var u *User
-	a.part(func(p *Part) {
-		if k = p.Key(id); k != nil {
-			u = p.User(k.User)
-		}
-	})
-	if k == nil || u == nil || a.Sealer == nil {
+	p, want, err := a.KeySecret(id)
+	if errors.Is(err, ErrUnauthenticated) {
+		// Not "unknown access key": the answer does not say which part
+		// was wrong.
 		return Principal{}, fmt.Errorf("%w: wrong access key or secret", ErrUnauthenticated)
 	}
-	want, err := a.Sealer.Open(k.ID, k.Sealed)
 	if err != nil {
-		return Principal{}, fmt.Errorf("access key %s: %w", k.ID, err)
+		return Principal{}, err
 	}
 	if subtle.ConstantTimeCompare([]byte(secret), []byte(want)) != 1 {
 		return Principal{}, fmt.Errorf("%w: wrong access key or secret", ErrUnauthenticated)
 	}
-	return Principal{User: u.Name, Via: ViaAccessKey, Credential: k.ID, Admin: u.Admin, Grants: u.Grants}, nil
+	return p, nil
 }
 
 // KeySecret opens an access key for a signature check (S3's SigV4 signs
