@@ -45,8 +45,8 @@
 // The caller's credential never reaches an app: the node's guard
 // (internal/auth/authhttp) removes the Authorization header once it has
 // authenticated the request and sets X-Mure-User to the caller's name
-// (HTTP_X_MURE_USER for a CGI program). With authentication off, only
-// the deprecated static --token is removed.
+// (HTTP_X_MURE_USER for a CGI program). A client's own X-Mure-User never
+// passes, with authentication on or off: an app can trust the header.
 //
 // # Metrics
 //

@@ -60,9 +60,14 @@ func (n *Node) openAuth(key transport.Key) error {
 func (n *Node) authRequired() bool { return !n.cfg.Auth.Open || n.cfg.Token != "" }
 
 // guarded wraps the client API in the guard when authentication is on.
+// Off, a client's X-Mure-User is still dropped: an app that sees the
+// header can trust that the node set it.
 func (n *Node) guarded(next http.Handler) http.Handler {
 	if !n.authRequired() {
-		return next
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Header.Del(authhttp.UserHeader)
+			next.ServeHTTP(w, r)
+		})
 	}
 	return n.auth.guard.Wrap(next)
 }

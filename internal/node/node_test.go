@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -231,5 +232,58 @@ func TestWriteFileAtomicMode(t *testing.T) {
 	}
 	if fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %v, want 0600", fi.Mode().Perm())
+	}
+}
+
+// userEcho is a Service whose route answers the X-Mure-User it receives.
+type userEcho struct{}
+
+func (userEcho) Name() string { return "echo" }
+func (userEcho) Start(_ context.Context, env service.Env) error {
+	env.Routes.HandleFunc("GET /echo-user", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Header.Get("X-Mure-User"))
+	})
+	return nil
+}
+func (userEcho) Stop(context.Context) error { return nil }
+func (userEcho) Status() any                { return nil }
+
+// X-Mure-User reaches what is behind the client API only as the node sets
+// it: a client's own is dropped, with authentication on or off.
+func TestUserHeaderNotForged(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		cfg := testConfig(t)
+		cfg.Auth.Open, cfg.Extra = open, []Service{userEcho{}}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		n, err := Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := os.ReadFile(n.AdminTokenPath())
+		if open {
+			tok, err = nil, nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("GET", "http://"+n.HTTPAddr()+"/echo-user", nil)
+		req.Header.Set("X-Mure-User", "forged")
+		if len(tok) > 0 {
+			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := map[bool]string{false: AdminUser, true: ""}[open]
+		if resp.StatusCode != http.StatusOK || string(b) != want {
+			t.Errorf("auth open %v: %d %q, want %q", open, resp.StatusCode, b, want)
+		}
+		if err := n.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
 	}
 }
