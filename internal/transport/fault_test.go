@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"io"
+	"net"
 	"testing"
 	"time"
 )
@@ -61,5 +62,41 @@ func TestIsolationCutsAndHeals(t *testing.T) {
 	case <-accepted:
 	case <-time.After(5 * time.Second):
 		t.Fatal("no conn accepted after healing")
+	}
+}
+
+// TestIsolationClosesLateConns: a peer connection whose dial or handshake
+// straddles SetIsolated registers itself after the sweep has run; it must
+// be closed all the same, or it carries peer traffic through the
+// partition for as long as a pool keeps it. Driven at the seam, not by
+// timing: the connection is registered after isolation began.
+func TestIsolationClosesLateConns(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		isolated bool // when the connection is registered
+		wantCut  bool
+	}{
+		{"registered while isolated", true, true},
+		{"registered while healed", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestMux(t, mustKey(t))
+			m.EnableFaults()
+			m.SetIsolated(true)
+			if !tc.isolated {
+				m.SetIsolated(false)
+			}
+			ours, peer := net.Pipe()
+			defer peer.Close()
+			c := m.faults.track(ours)
+			defer c.Close()
+			// A cut connection reads EOF at once at the far end; a live one
+			// times out.
+			_ = peer.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			_, err := peer.Read(make([]byte, 1))
+			if cut := errors.Is(err, io.EOF); cut != tc.wantCut {
+				t.Fatalf("far end read: %v; cut %v, want %v", err, cut, tc.wantCut)
+			}
+		})
 	}
 }
