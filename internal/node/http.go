@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,7 +44,10 @@ func (n *Node) clientHandler() http.Handler {
 	// take a slot) and inside instrumentation (rejections are counted).
 	// The peer API is not limited: a client request waiting on a peer
 	// while that peer's requests wait here would deadlock.
-	lim := admission.New(admission.Config{MaxInFlight: n.cfg.MaxInFlight, MaxQueue: n.cfg.MaxQueue}, n.reg)
+	// The dashboard and its history have their own budget (the monitor's):
+	// an overloaded node still draws its graphs.
+	exempt := append(slices.Clone(admission.DefaultExempt), "/history", "/ui/")
+	lim := admission.New(admission.Config{MaxInFlight: n.cfg.MaxInFlight, MaxQueue: n.cfg.MaxQueue, Exempt: exempt}, n.reg)
 	n.admission = lim // the front's reads take its slots too
 	wlim := admission.New(admission.Config{MaxInFlight: cmp.Or(n.cfg.MaxWriteInFlight, DefaultMaxWriteInFlight),
 		MaxQueue: cmp.Or(n.cfg.MaxWriteQueue, DefaultMaxWriteQueue), Subsystem: "write_admission"}, n.reg)

@@ -124,7 +124,9 @@ func (n *Node) instrument(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.code)).Inc()
-		m.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+		took := time.Since(start)
+		m.latency.WithLabelValues(route, r.Method).Observe(took.Seconds())
+		n.mon.observe(took, sw.code)
 	})
 }
 

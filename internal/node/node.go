@@ -29,6 +29,7 @@ import (
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/monitor"
 	"github.com/mure-dev/mure/internal/service"
 	"github.com/mure-dev/mure/internal/store"
 	"github.com/mure-dev/mure/internal/transport"
@@ -65,6 +66,8 @@ type Node struct {
 	door      *frontdoor.Service // nil without a front door
 	s3        *s3.Service        // nil without --s3
 	single    *dsc.Service       // single-address mode only
+	monitor   *monitor.Service
+	mon       *monitorReader // what the monitor reads of this node
 
 	// conns counts the client connections open on the main port (direct
 	// and handed over); gossiped as the node's load.
@@ -199,7 +202,10 @@ func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := []Service{n.files, a, n.api}
+	// The monitor after the API: it stops first, ending the dashboard's
+	// event streams before the API's server waits for its requests.
+	n.monitor = n.monitorService()
+	all := []Service{n.files, a, n.api, n.monitor}
 	if cfg.S3Addr != "" {
 		if n.s3, err = n.s3Service(); err != nil {
 			return nil, err

@@ -1,0 +1,113 @@
+package monitor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+
+	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/history"
+)
+
+// maxDump bounds a peer's answer: a day of minutes and an hour of
+// seconds for every node a set may hold, with room to spare.
+const maxDump = 64 << 20
+
+// pull asks every live peer for its own points newer than those this node
+// holds of it; the first time a peer answers, it is asked for everything
+// it holds (every node's), so a node that restarts gets the cluster's past
+// back, its own and the dead nodes' included.
+func (s *Service) pull(ctx context.Context) {
+	if s.cfg.Peers == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Interval)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, m := range s.cl.Members() {
+		if m.ID == s.self || m.PeerAddr == "" || m.Gossip != cluster.GossipAlive && m.Gossip != cluster.GossipSuspect {
+			continue
+		}
+		s.mu.Lock()
+		whole := !s.backfed
+		s.backfed = true
+		since := s.pulled[m.ID]
+		s.mu.Unlock()
+		wg.Go(func() {
+			q := url.Values{"since": {strconv.FormatInt(since, 10)}, "node": {m.ID}}
+			if whole {
+				q = url.Values{"since": {"0"}}
+			}
+			d, err := s.fetch(ctx, m.PeerAddr, q)
+			if err != nil {
+				s.log.Debug("history pull failed", "peer", m.ID, "err", err)
+				s.mu.Lock()
+				if whole {
+					s.backfed = false // ask the next one
+				}
+				s.mu.Unlock()
+				return
+			}
+			s.merge(d)
+		})
+	}
+	wg.Wait()
+}
+
+func (s *Service) fetch(ctx context.Context, peer string, q url.Values) (history.Dump, error) {
+	var d history.Dump
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+peer+"/peer/history?"+q.Encode(), nil)
+	if err != nil {
+		return d, err
+	}
+	resp, err := s.cfg.Peers.Do(req)
+	if err != nil {
+		return d, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return d, fmt.Errorf("%s: %s", peer, resp.Status)
+	}
+	err = json.NewDecoder(io.LimitReader(resp.Body, maxDump)).Decode(&d)
+	return d, err
+}
+
+// merge adds a peer's points; this node's own series is its own to write.
+func (s *Service) merge(d history.Dump) {
+	s.mu.Lock()
+	s.pulls++
+	s.mu.Unlock()
+	for id, nd := range d.Nodes {
+		if id == s.self {
+			s.mergeOwn(nd)
+			continue
+		}
+		se := s.set.Series(id)
+		se.Merge(nd.Fine, nd.Coarse)
+		if last, ok := se.Last(); ok {
+			s.mu.Lock()
+			s.pulled[id] = max(s.pulled[id], last.T)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// mergeOwn takes this node's own past from a peer after a restart: only
+// when the node has no more than a few points of its own yet (a series
+// only moves forward, so the past must come before the present).
+func (s *Service) mergeOwn(nd history.NodeDump) {
+	own := s.set.Series(s.self)
+	if fine, _ := own.Len(); fine > 2 || len(nd.Fine)+len(nd.Coarse) == 0 {
+		return
+	}
+	cur, _ := own.Since(-1, -1)
+	fresh := history.NewSeries()
+	fresh.Merge(nd.Fine, nd.Coarse)
+	fresh.Merge(cur, nil)
+	s.set.Replace(s.self, fresh)
+}

@@ -1,0 +1,127 @@
+package monitor
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/history"
+	"github.com/mure-dev/mure/internal/service"
+)
+
+// Config is the monitor's configuration; node fills it.
+type Config struct {
+	// Read returns this node's figures now (counters as running totals).
+	Read func() history.Reading
+	// Peers is an HTTP client whose requests travel over the peer port
+	// (transport.Mux.HTTPTransport).
+	Peers *http.Client
+	// Interval is how often the node samples itself and pulls its peers'
+	// points (0: one second, the history's fine step).
+	Interval time.Duration
+	// MaxNodes bounds the nodes whose history is kept (0:
+	// history.DefaultMaxNodes).
+	MaxNodes int
+	// Extra, when set, adds figures to the cluster view the dashboard
+	// shows (the front door's decisions by policy).
+	Extra func() map[string]any
+}
+
+// Service is the monitor as a node service.
+type Service struct {
+	cfg   Config
+	set   *history.Set
+	self  string
+	cl    *cluster.Cluster
+	log   *slog.Logger
+	rater history.Rater
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	pulled  map[string]int64 // node → newest point time pulled from it
+	pulls   int64            // successful pulls since the start
+	backfed bool             // the whole history was asked of a peer once
+}
+
+// New checks cfg and returns the service.
+func New(cfg Config) *Service {
+	if cfg.Interval <= 0 {
+		cfg.Interval = history.FineStep * time.Second
+	}
+	return &Service{cfg: cfg, set: history.NewSet(cfg.MaxNodes), pulled: map[string]int64{}}
+}
+
+// Name is "monitor".
+func (s *Service) Name() string { return "monitor" }
+
+// Start mounts the routes and starts sampling and pulling.
+func (s *Service) Start(_ context.Context, env service.Env) error {
+	s.self, s.cl, s.log = env.NodeID, env.Cluster, env.Logger
+	env.Routes.HandleFunc("GET /history", s.handleHistory)
+	env.PeerRoutes.HandleFunc("GET /peer/history", s.handleHistory)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.sample() // a first reading, so the first rates come a second later
+	s.wg.Go(func() { s.loop(ctx) })
+	return nil
+}
+
+// Stop ends the loops and waits for them.
+func (s *Service) Stop(context.Context) error {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+// Status is the monitor's part of /status.
+type Status struct {
+	// Nodes is how many nodes' history this node holds; Bytes the memory
+	// their rings hold at most.
+	Nodes int   `json:"nodes"`
+	Bytes int64 `json:"bytes"`
+	// Pulls counts the successful pulls of peers' points since the start.
+	Pulls int64 `json:"pulls"`
+}
+
+// Status returns the monitor's figures.
+func (s *Service) Status() any {
+	n := len(s.set.Nodes())
+	s.mu.Lock()
+	pulls := s.pulls
+	s.mu.Unlock()
+	st := Status{Nodes: n, Bytes: int64(n) * history.SeriesBytes, Pulls: pulls}
+	return st
+}
+
+// History returns the set of series this node holds (tests, programs
+// embedding a node).
+func (s *Service) History() *history.Set { return s.set }
+
+func (s *Service) loop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.sample()
+			s.pull(ctx)
+		}
+	}
+}
+
+// sample reads this node's figures into its own series.
+func (s *Service) sample() {
+	if s.cfg.Read == nil {
+		return
+	}
+	s.set.Series(s.self).Add(s.rater.Point(s.cfg.Read()))
+}

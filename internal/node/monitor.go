@@ -1,0 +1,119 @@
+package node
+
+import (
+	"math"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/mure-dev/mure/internal/frontdoor"
+	"github.com/mure-dev/mure/internal/history"
+	"github.com/mure-dev/mure/internal/monitor"
+)
+
+// monitorService builds the monitor (history, /history, the dashboard):
+// node gives it this node's readings and the peer port's client.
+func (n *Node) monitorService() *monitor.Service {
+	n.mon = &monitorReader{n: n}
+	return monitor.New(monitor.Config{
+		Read:  n.mon.read,
+		Peers: &http.Client{Transport: peerTransport{n}, Timeout: 5 * time.Second},
+	})
+}
+
+// peerTransport sends requests over the peer port, which is opened after
+// the services are built.
+type peerTransport struct{ n *Node }
+
+func (p peerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return p.n.mux.HTTPTransport().RoundTrip(r)
+}
+
+// monitorReader reads this node's figures for its history.
+type monitorReader struct {
+	n        *Node
+	requests history.Requests
+
+	mu        sync.Mutex
+	prevFront uint64
+	prevAt    time.Time
+}
+
+// observe records one answered client request (instrument).
+func (m *monitorReader) observe(d time.Duration, status int) {
+	if m != nil {
+		m.requests.Observe(d, status)
+	}
+}
+
+// read takes a reading: counters (CPU time per core of quota, disk and
+// network bytes, front-door decisions) as running totals, the rest as
+// they are now.
+func (m *monitorReader) read() history.Reading {
+	n := m.n
+	now := time.Now()
+	r := history.Reading{At: now}
+	for i := range r.V {
+		r.V[i] = math.NaN()
+	}
+	if s, err := n.load.Read(); err == nil {
+		cores := s.CPUQuota
+		if cores <= 0 {
+			cores = float64(runtime.NumCPU())
+		}
+		r.V[history.CPU] = s.CPUSeconds / cores
+		r.V[history.Mem] = float64(s.MemoryBytes - s.PageCacheBytes)
+		if s.MemoryLimit > 0 {
+			r.V[history.MemLimit] = float64(s.MemoryLimit)
+		}
+	}
+	for _, mb := range n.cl.Members() {
+		if mb.ID == n.ID() && mb.Load != nil {
+			r.V[history.Pressure] = mb.Load.RunQueue
+		}
+	}
+	io := n.load.ReadIO()
+	r.V[history.DiskRead], r.V[history.DiskWrite] = float64(io.DiskRead), float64(io.DiskWrite)
+	r.V[history.NetRx], r.V[history.NetTx] = float64(io.NetRx), float64(io.NetTx)
+	r.V[history.Conns] = float64(n.openConns())
+
+	// Requests: those net/http answered (with their latency) and the
+	// plain reads the front answered itself (counted only).
+	sec := m.requests.Take(now)
+	front := n.api.Status().(APIStatus).FrontServed
+	m.mu.Lock()
+	if dt := now.Sub(m.prevAt).Seconds(); !m.prevAt.IsZero() && dt > 0 && front >= m.prevFront {
+		sec.Rate += float64(front-m.prevFront) / dt
+	}
+	m.prevFront, m.prevAt = front, now
+	m.mu.Unlock()
+	r.V[history.RequestRate], r.V[history.ErrorRate] = sec.Rate, sec.Errors
+	r.V[history.P50], r.V[history.P99] = sec.P50, sec.P99
+
+	_, bytes := n.st.Usage()
+	r.V[history.DiskUsed] = float64(bytes)
+	if free, _, err := n.st.DiskFree(); err == nil {
+		r.V[history.DiskFree] = float64(free)
+	}
+	if f, ok := n.files.Status().(FilesInfo); ok {
+		r.V[history.Files] = float64(f.Live)
+		r.V[history.UnderReplicated] = float64(f.UnderReplicated)
+		r.V[history.Healing] = float64(f.Backlog)
+		r.V[history.Pending] = float64(f.Pending)
+	}
+	r.V[history.Corrupt] = float64(n.st.Checks().Corrupt)
+	if n.door != nil {
+		if st, ok := n.door.Status().(frontdoor.Status); ok {
+			var total uint64
+			for _, c := range st.Decisions {
+				total += c
+			}
+			r.V[history.Decisions] = float64(total)
+		}
+	}
+	return r
+}
+
+// Monitor returns the node's monitor (its history; tests).
+func (n *Node) Monitor() *monitor.Service { return n.monitor }
