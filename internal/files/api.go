@@ -14,18 +14,28 @@ import (
 // Info describes one version of a file: the answer to a write and a row
 // of a listing.
 type Info struct {
-	Path     string    `json:"path"`
-	Version  uint64    `json:"version"`
-	ETag     string    `json:"etag"`
-	Size     int64     `json:"size"`
-	SHA256   string    `json:"sha256,omitempty"`
+	Path    string `json:"path"`
+	Version uint64 `json:"version"`
+	ETag    string `json:"etag"`
+	Size    int64  `json:"size"`
+	SHA256  string `json:"sha256,omitempty"`
+	// MD5 is the hex MD5 of the content; empty for content written before
+	// the catalogue kept one.
+	MD5      string    `json:"md5,omitempty"`
 	Modified time.Time `json:"modified"`
+	// Attrs are what the writer said about the content (its fields are
+	// inlined in JSON).
+	Attrs
 	// Created is set by Put when the path had no live file before.
 	Created bool `json:"-"`
 }
 
 func infoOf(f *meta.File) Info {
-	return Info{Path: f.Path, Version: f.Version, ETag: f.ETag(), Size: f.Size, SHA256: f.Sum, Modified: f.Modified.Time()}
+	info := Info{Path: f.Path, Version: f.Version, ETag: f.ETag(), Size: f.Size, SHA256: f.Sum, MD5: f.MD5, Modified: f.Modified.Time()}
+	if f.Attrs != nil {
+		info.Attrs = f.Attrs.Clone() // the record's are shared: never written into
+	}
+	return info
 }
 
 // Cond is a write precondition on the current version: IfMatch (non-zero)
@@ -80,6 +90,9 @@ type PutOptions struct {
 	// Size bytes is refused with ErrTruncated.
 	Size int64
 	Cond Cond
+	// Attrs are kept with the new version (CheckAttrs); a write without
+	// them leaves the file none.
+	Attrs Attrs
 	// IdempotencyKey makes a retried write answer with the first
 	// attempt's outcome instead of writing again (at most 128 printable
 	// ASCII characters). One is generated when empty.

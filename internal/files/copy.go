@@ -18,6 +18,9 @@ type CopyOptions struct {
 	SourceVersion uint64
 	// Cond is the condition on the destination.
 	Cond Cond
+	// Attrs, when set, replace the source's attributes on the
+	// destination; nil copies them.
+	Attrs *Attrs
 	// IdempotencyKey makes a retried copy or rename answer with the first
 	// attempt's outcome. One is generated when empty.
 	IdempotencyKey string
@@ -25,8 +28,8 @@ type CopyOptions struct {
 
 // Copy writes the current version of src as the new content of dst: the
 // source is read like Open (locally or, with o.Forward, from a holder) and
-// written like Put. The destination is a new version with its own ETag;
-// the source is untouched. It returns the destination's Info.
+// written like Put. The destination is a new version with its own ETag
+// and the source's attributes (or o.Attrs); the source is untouched. It returns the destination's Info.
 func (s *Service) Copy(ctx context.Context, src, dst string, o CopyOptions) (Info, error) {
 	info, _, err := s.copy(ctx, src, dst, o)
 	return info, err
@@ -52,7 +55,11 @@ func (s *Service) copy(ctx context.Context, src, dst string, o CopyOptions) (Inf
 	if o.SourceVersion != 0 && from.Version != o.SourceVersion {
 		return Info{}, from, kindErr(ErrPrecondition, nil, "the source %s is at version %s, not %s", src, from.ETag, meta.ETagOf(o.SourceVersion))
 	}
-	info, err := s.Put(ctx, dst, rd, PutOptions{Forwarding: o.Forwarding, Size: rd.Length(), Cond: o.Cond, IdempotencyKey: o.IdempotencyKey})
+	attrs := from.Attrs
+	if o.Attrs != nil {
+		attrs = *o.Attrs
+	}
+	info, err := s.Put(ctx, dst, rd, PutOptions{Forwarding: o.Forwarding, Size: rd.Length(), Cond: o.Cond, Attrs: attrs, IdempotencyKey: o.IdempotencyKey})
 	return info, from, err
 }
 

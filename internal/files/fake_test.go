@@ -43,6 +43,9 @@ type fakeCluster struct {
 	// older than core v2 does; applied lists the commands applied.
 	noTake  bool
 	applied []meta.Command
+	// noV3 refuses a commit with an MD5 or attributes, as a cluster with
+	// a voter older than core v3 does.
+	noV3 bool
 }
 
 func newFakeCluster(t *testing.T, ids ...string) *fakeCluster {
@@ -120,7 +123,7 @@ func (s *fakeSeat) WaitInvalidationReady(ctx context.Context) error { return nil
 func (s *fakeSeat) LeasedExcept([]string) []string                  { return nil }
 func (s *fakeSeat) CatchUp(ctx context.Context) error               { return nil }
 func (s *fakeSeat) Apply(ctx context.Context, cmd meta.Command) (*meta.Result, error) {
-	if cmd.Take && s.c.noTake {
+	if cmd.Take && s.c.noTake || (cmd.MD5 != "" || cmd.Attrs != nil) && s.c.noV3 {
 		return nil, fmt.Errorf("fake: %w", meta.ErrUnsupported)
 	}
 	return s.c.apply(cmd), nil

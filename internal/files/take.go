@@ -27,7 +27,7 @@ func (s *Service) mayTake(cur *meta.File) bool {
 // right taken meanwhile by another node): the write must then go the
 // classic way, from the blob this node already holds (body).
 func (s *Service) putTaking(ctx context.Context, path string, cur *meta.File, body io.Reader, o PutOptions) (info Info, rest io.ReadCloser, done bool, err error) {
-	blob, err := s.receive(path, body, o.Size)
+	blob, md5, err := s.receive(path, body, o.Size)
 	if err != nil {
 		return Info{}, nil, true, s.bodyError(err)
 	}
@@ -36,9 +36,9 @@ func (s *Service) putTaking(ctx context.Context, path string, cur *meta.File, bo
 		s.st.Remove(path, blob.ID)
 		return Info{}, nil, true, unavailable(ErrUnavailable, err, "the write could not be made durable on a second node: "+err.Error()+" (or set durability=local)")
 	}
-	res, err := s.cl.Apply(ctx, meta.Command{
+	res, err := s.applyCommit(ctx, meta.Command{
 		Kind: meta.KindCommit, Take: true, Path: path, Node: s.self,
-		BlobID: blob.ID, Size: blob.Size, Sum: blob.Sum, Standby: standby,
+		BlobID: blob.ID, Size: blob.Size, Sum: blob.Sum, MD5: md5, Attrs: attrsRef(o.Attrs), Standby: standby,
 		Cond: o.Cond, Idem: o.IdempotencyKey,
 	})
 	refused := errors.Is(err, meta.ErrUnsupported) || err == nil && errors.Is(res.Err, meta.ErrHeld)
@@ -51,7 +51,7 @@ func (s *Service) putTaking(ctx context.Context, path string, cur *meta.File, bo
 		return Info{}, &storedBody{Blob: b, remove: func() { s.st.Remove(path, blob.ID) }}, false, nil
 	}
 	if err != nil {
-		return Info{}, nil, true, errNoQuorum("commit "+path, err)
+		return Info{}, nil, true, commitError(path, err)
 	}
 	if res.Err != nil {
 		s.st.Remove(path, blob.ID)

@@ -2,6 +2,7 @@ package files
 
 import (
 	"context"
+	"crypto/md5"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -26,6 +27,9 @@ func (s *Service) Put(ctx context.Context, path string, body io.Reader, o PutOpt
 	}
 	if o.Size > s.cfg.MaxBody {
 		return Info{}, &TooLargeError{Size: o.Size, Limit: s.cfg.MaxBody}
+	}
+	if err := CheckAttrs(o.Attrs); err != nil {
+		return Info{}, err
 	}
 	cur := s.fsm.File(path)
 	if v, ok := s.idemDone(meta.KindCommit, path, o.IdempotencyKey); ok {
@@ -74,7 +78,7 @@ func (s *Service) Put(ctx context.Context, path string, body io.Reader, o PutOpt
 		release()
 		return Info{}, s.stateError(ctx, path, err)
 	}
-	blob, err := s.receive(path, body, o.Size)
+	blob, md5, err := s.receive(path, body, o.Size)
 	if err != nil {
 		release()
 		return Info{}, s.bodyError(err)
@@ -85,13 +89,13 @@ func (s *Service) Put(ctx context.Context, path string, body io.Reader, o PutOpt
 		s.st.Remove(path, blob.ID)
 		return Info{}, unavailable(ErrUnavailable, err, "the write could not be made durable on a second node: "+err.Error()+" (or set durability=local)")
 	}
-	res, err := s.cl.Apply(ctx, meta.Command{
+	res, err := s.applyCommit(ctx, meta.Command{
 		Kind: meta.KindCommit, Path: path, Node: s.self, Grant: grant.File.Grant,
-		BlobID: blob.ID, Size: blob.Size, Sum: blob.Sum, Standby: standby,
+		BlobID: blob.ID, Size: blob.Size, Sum: blob.Sum, MD5: md5, Attrs: attrsRef(o.Attrs), Standby: standby,
 		Cond: o.Cond, Idem: idemOrRandom(o.IdempotencyKey),
 	})
 	if err != nil {
-		return Info{}, errNoQuorum("commit "+path, err)
+		return Info{}, commitError(path, err)
 	}
 	if res.Err != nil {
 		s.st.Remove(path, blob.ID)
@@ -191,15 +195,25 @@ func (s *Service) takeRight(ctx context.Context, path string, cur *meta.File) (r
 	}
 }
 
-// receive stores the body durably under a fresh blob ID.
-func (s *Service) receive(path string, body io.Reader, size int64) (store.Info, error) {
+// commitError is the error of a commit the cluster did not decide.
+func commitError(path string, err error) error {
+	if isAPIError(err) {
+		return err
+	}
+	return errNoQuorum("commit "+path, err)
+}
+
+// receive stores the body durably under a fresh blob ID and returns the
+// hex MD5 of its content beside the store's SHA-256.
+func (s *Service) receive(path string, body io.Reader, size int64) (store.Info, string, error) {
 	id := newBlobID()
 	s.protect.add(path, id, 2*s.cfg.WriteTimeout)
 	wr, err := s.st.Create(path, id)
 	if err != nil {
-		return store.Info{}, err
+		return store.Info{}, "", err
 	}
-	n, err := io.Copy(wr, io.LimitReader(body, s.cfg.MaxBody+1))
+	sum := md5.New()
+	n, err := io.Copy(io.MultiWriter(wr, sum), io.LimitReader(body, s.cfg.MaxBody+1))
 	switch {
 	case err != nil:
 	case n > s.cfg.MaxBody:
@@ -209,9 +223,10 @@ func (s *Service) receive(path string, body io.Reader, size int64) (store.Info, 
 	}
 	if err != nil {
 		wr.Abort()
-		return store.Info{}, err
+		return store.Info{}, "", err
 	}
-	return wr.Commit()
+	info, err := wr.Commit()
+	return info, hex.EncodeToString(sum.Sum(nil)), err
 }
 
 // bodyError is the error of a body that could not be received.

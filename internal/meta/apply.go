@@ -104,6 +104,7 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 		return cur, nil, false, err
 	}
 	f.Version, f.BlobID, f.Size, f.Sum, f.Modified, f.Deleted = idx, c.BlobID, c.Size, c.Sum, StampOf(c.Time), false
+	f.MD5, f.Attrs = c.MD5, c.Attrs.orNil()
 	f.Valid = []string{c.Node}
 	for _, id := range c.Standby {
 		if n := s.nodes[id]; n != nil && n.State == NodeActive {
@@ -243,7 +244,7 @@ func (s *State) delete(idx uint64, c Command) (*File, []string, bool, error) {
 	}
 	f := cur.clone()
 	f.Version, f.Deleted, f.Modified = idx, true, StampOf(c.Time)
-	f.BlobID, f.Size, f.Sum = "", 0, ""
+	f.BlobID, f.Size, f.Sum, f.MD5, f.Attrs = "", 0, "", "", nil
 	f.Holder, f.Grant, f.Valid = "", 0, nil
 	s.rememberIdem(IdemRecord{Key: c.Idem, Kind: c.Kind, Path: c.Path, Version: idx})
 	inv := s.pend(f, cur, cur.Valid)

@@ -84,11 +84,14 @@ type Command struct {
 	// unused; the right's token is the commit's index.
 	Take bool `json:"take,omitempty"`
 	// Version names the version a Replica report or Release is about.
-	Version uint64    `json:"version,omitempty"`
-	BlobID  string    `json:"blob_id,omitempty"`
-	Size    int64     `json:"size,omitempty"`
-	Sum     string    `json:"sha256,omitempty"`
-	Time    time.Time `json:"time,omitempty"`
+	Version uint64 `json:"version,omitempty"`
+	BlobID  string `json:"blob_id,omitempty"`
+	Size    int64  `json:"size,omitempty"`
+	Sum     string `json:"sha256,omitempty"`
+	// MD5 and Attrs are a Commit's content MD5 and attributes (core v3).
+	MD5   string    `json:"md5,omitempty"`
+	Attrs *Attrs    `json:"attrs,omitempty"`
+	Time  time.Time `json:"time,omitempty"`
 	// Standby lists the extra nodes that durably hold the committed blob.
 	Standby []string `json:"standby,omitempty"`
 	Cond    Cond     `json:"cond,omitempty"`

@@ -14,10 +14,17 @@ type File struct {
 	Path string `json:"path"`
 	// Version is the raft index of the command that wrote the current
 	// content (or the tombstone). It only grows.
-	Version  uint64 `json:"version"`
-	BlobID   string `json:"blob_id,omitempty"`
-	Size     int64  `json:"size"`
-	Sum      string `json:"sha256,omitempty"`
+	Version uint64 `json:"version"`
+	BlobID  string `json:"blob_id,omitempty"`
+	Size    int64  `json:"size"`
+	Sum     string `json:"sha256,omitempty"`
+	// MD5 is the lowercase hex MD5 of the content (core v3), which S3
+	// clients compare with an object's ETag; empty for content committed
+	// without one (before core v3).
+	MD5 string `json:"md5,omitempty"`
+	// Attrs are what the writer said about the content (core v3); nil
+	// when nothing. Shared between a record's copies: never written into.
+	Attrs    *Attrs `json:"attrs,omitempty"`
 	Modified Stamp  `json:"modified"`
 	Deleted  bool   `json:"deleted,omitempty"`
 	// Pending is set from a Commit or Delete until its Settle: the leader

@@ -23,8 +23,9 @@ const NSCore = "core"
 // applies. A binary that does not advertise its versions (older than
 // namespaces) supports the core at version 1 and nothing else. Version 2
 // adds Commit.Take (a commit that takes the right; settled at once in a
-// one-node cluster).
-const CoreVersion = 2
+// one-node cluster). Version 3 adds Commit.MD5 and Commit.Attrs (a
+// file's content MD5 and attributes; docs/decisions/0024-file-attrs.md).
+const CoreVersion = 3
 
 // More sentinel errors, for namespaces.
 var (

@@ -26,12 +26,18 @@ import (
 //	end marker
 //
 // Version 3 adds the other namespaces' sections; a snapshot without any is
-// written as version 2, which binaries older than namespaces read.
+// written as version 2, which binaries older than namespaces read. Version
+// 4 adds files' MD5s and attributes (core v3); a snapshot without any is
+// written as version 3 or 2.
 //
 // A file is: uvarint length of the prefix shared with the previous path,
 // the rest of the path, uvarint version, flags byte, blob id, varint size,
 // sum (32 raw bytes if flagHexSum, else a string), time modified, holder
-// (an ID reference), uvarint grant, unfenced and valid (set references).
+// (an ID reference), uvarint grant, unfenced and valid (set references);
+// then, in version 4: with flagMD5, the MD5 (16 raw bytes if flagHexMD5,
+// else a string); with flagAttrs, the attributes: content type, parts
+// ETag, uvarint count and headers by name (name, value), uvarint count and
+// user metadata by name (name, value).
 // A time is varint Unix seconds, uvarint nanoseconds; it is restored in
 // UTC. Node IDs and node sets are written once and then referred to by
 // number: uvarint 0 is the empty ID or set, 1 introduces a new one (which
@@ -41,10 +47,12 @@ import (
 // the whole file, checked on open); truncation, by the end marker.
 const (
 	snapMagic   = "\x00mure-snapshot\n" // JSON (version 1) starts with '{'
-	snapVersion = 3
-	// snapVersionCore is the version without sections.
-	snapVersionCore = 2
-	snapEnd         = "end\n"
+	snapVersion = 4
+	// snapVersionSections is the version without files' MD5s and
+	// attributes, snapVersionCore the one without sections either.
+	snapVersionSections = 3
+	snapVersionCore     = 2
+	snapEnd             = "end\n"
 	// snapMaxString bounds a string read from a snapshot, so that a
 	// corrupt length cannot ask for gigabytes.
 	snapMaxString = 16 << 20
@@ -56,6 +64,12 @@ const (
 	flagDeleted byte = 1 << iota
 	flagPending
 	flagHexSum
+	flagMD5
+	flagHexMD5
+	flagAttrs
+	// flagsKnown are the flags this binary reads; flagsV4 need version 4.
+	flagsKnown = flagDeleted | flagPending | flagHexSum | flagMD5 | flagHexMD5 | flagAttrs
+	flagsV4    = flagMD5 | flagHexMD5 | flagAttrs
 )
 
 // errBadSnapshot: the snapshot is not one this binary can read.
@@ -74,11 +88,7 @@ type snapWriter struct {
 func writeSnapshot(w io.Writer, d *snapshotData) error {
 	e := &snapWriter{w: bufio.NewWriterSize(w, 64<<10), ids: map[string]uint64{}, sets: map[string]uint64{}}
 	e.w.WriteString(snapMagic)
-	if len(d.Sections) > 0 {
-		e.uvarint(snapVersion)
-	} else {
-		e.uvarint(snapVersionCore)
-	}
+	e.uvarint(d.formatVersion())
 	e.uvarint(d.Applied)
 	e.uvarint(uint64(len(d.Nodes)))
 	for _, n := range d.Nodes {
@@ -105,7 +115,7 @@ func writeSnapshot(w io.Writer, d *snapshotData) error {
 		e.str(r.Path)
 		e.uvarint(r.Version)
 	}
-	if len(d.Sections) > 0 {
+	if len(d.Sections) > 0 || d.formatVersion() == snapVersion {
 		e.uvarint(uint64(len(d.Sections)))
 		for _, sec := range d.Sections {
 			e.str(sec.NS)
@@ -116,6 +126,19 @@ func writeSnapshot(w io.Writer, d *snapshotData) error {
 	}
 	e.w.WriteString(snapEnd)
 	return e.w.Flush() // bufio keeps the first write error
+}
+
+// formatVersion is the oldest format that holds d, so that older binaries
+// read the snapshots of a cluster that uses nothing new.
+func (d *snapshotData) formatVersion() uint64 {
+	switch {
+	case slices.ContainsFunc(d.Files, func(f *File) bool { return f.MD5 != "" || f.Attrs != nil }):
+		return snapVersion
+	case len(d.Sections) > 0:
+		return snapVersionSections
+	default:
+		return snapVersionCore
+	}
 }
 
 func (e *snapWriter) file(f *File) {
@@ -131,9 +154,21 @@ func (e *snapWriter) file(f *File) {
 	if f.Pending {
 		flags |= flagPending
 	}
-	sum, hexSum := decodeHexSum(f.Sum)
+	var sum [32]byte
+	hexSum := decodeHex(sum[:], f.Sum)
 	if hexSum {
 		flags |= flagHexSum
+	}
+	var md5 [16]byte
+	hexMD5 := decodeHex(md5[:], f.MD5)
+	switch {
+	case hexMD5:
+		flags |= flagMD5 | flagHexMD5
+	case f.MD5 != "":
+		flags |= flagMD5
+	}
+	if f.Attrs != nil {
+		flags |= flagAttrs
 	}
 	e.w.WriteByte(flags)
 	e.str(f.BlobID)
@@ -148,6 +183,26 @@ func (e *snapWriter) file(f *File) {
 	e.uvarint(f.Grant)
 	e.set(f.Unfenced)
 	e.set(f.Valid)
+	switch {
+	case hexMD5:
+		e.w.Write(md5[:])
+	case f.MD5 != "":
+		e.str(f.MD5)
+	}
+	if a := f.Attrs; a != nil {
+		e.str(a.ContentType)
+		e.str(a.PartsETag)
+		e.strMap(a.Headers)
+		e.strMap(a.User)
+	}
+}
+
+func (e *snapWriter) strMap(m map[string]string) {
+	e.uvarint(uint64(len(m)))
+	for _, k := range sortedKeys(m) {
+		e.str(k)
+		e.str(m[k])
+	}
 }
 
 func (e *snapWriter) uvarint(v uint64) {
@@ -212,20 +267,21 @@ func commonPrefix(a, b string) int {
 	return n
 }
 
-// decodeHexSum returns the 32 bytes of a lowercase hex SHA-256, the form
-// every sum mure computes has; any other string is kept as it is.
-func decodeHexSum(s string) (sum [32]byte, ok bool) {
-	if len(s) != 2*len(sum) {
-		return sum, false
+// decodeHex fills dst from the lowercase hex s, the form of every sum mure
+// computes, and reports whether it could; any other string is kept as it
+// is.
+func decodeHex(dst []byte, s string) bool {
+	if len(s) != 2*len(dst) {
+		return false
 	}
-	for i := range sum {
+	for i := range dst {
 		hi, lo := hexValue[s[2*i]], hexValue[s[2*i+1]]
 		if hi|lo > 0xf {
-			return sum, false
+			return false
 		}
-		sum[i] = hi<<4 | lo
+		dst[i] = hi<<4 | lo
 	}
-	return sum, true
+	return true
 }
 
 // hexValue maps a lowercase hex digit to its value, anything else to 0xff.

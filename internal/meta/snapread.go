@@ -20,6 +20,8 @@ type snapReader struct {
 	sets [][]string // sets by reference number
 	path []byte     // previous file's path
 	buf  []byte     // scratch
+	// version is the format's.
+	version uint64
 }
 
 // readSnapshot reads a binary snapshot, magic included.
@@ -29,9 +31,10 @@ func readSnapshot(r *bufio.Reader) (*State, uint64, []section, error) {
 		return nil, 0, nil, err
 	}
 	version := d.uvarint()
-	if d.err == nil && version != snapVersion && version != snapVersionCore {
-		return nil, 0, nil, fmt.Errorf("%w: format version %d, this binary reads %d and %d", errBadSnapshot, version, snapVersionCore, snapVersion)
+	if d.err == nil && (version < snapVersionCore || version > snapVersion) {
+		return nil, 0, nil, fmt.Errorf("%w: format version %d, this binary reads %d to %d", errBadSnapshot, version, snapVersionCore, snapVersion)
 	}
+	d.version = version
 	applied := d.uvarint()
 	for n := d.uvarint(); n > 0 && d.err == nil; n-- {
 		d.s.restoreNode(Node{ID: d.str(), PeerAddr: d.str(), HTTPAddr: d.str(), State: NodeState(d.str()), Since: d.time()})
@@ -53,7 +56,7 @@ func readSnapshot(r *bufio.Reader) (*State, uint64, []section, error) {
 		}
 	}
 	var sections []section
-	if version == snapVersion {
+	if version >= snapVersionSections {
 		for n := d.uvarint(); n > 0 && d.err == nil; n-- {
 			sec := section{NS: d.str(), Version: int(d.uvarint())}
 			sec.Data = slices.Clone(d.bytesMax(snapMaxSection))
@@ -88,6 +91,10 @@ func (d *snapReader) file() *File {
 	d.path = append(d.path[:shared], d.bytes()...)
 	f := &File{Path: string(d.path), Version: d.uvarint()}
 	flags := d.byte()
+	if flags&^flagsKnown != 0 || flags&flagsV4 != 0 && d.version < snapVersion {
+		d.fail(fmt.Errorf("%w: file flags %#x in a version %d snapshot", errBadSnapshot, flags, d.version))
+		return nil
+	}
 	f.Deleted, f.Pending = flags&flagDeleted != 0, flags&flagPending != 0
 	f.BlobID = d.str()
 	f.Size = d.varint()
@@ -104,7 +111,31 @@ func (d *snapReader) file() *File {
 	f.Grant = d.uvarint()
 	f.Unfenced = d.set()
 	f.Valid = d.set()
+	switch {
+	case flags&flagHexMD5 != 0:
+		var sum [16]byte
+		d.full(sum[:])
+		f.MD5 = hex.EncodeToString(sum[:])
+	case flags&flagMD5 != 0:
+		f.MD5 = d.str()
+	}
+	if flags&flagAttrs != 0 {
+		f.Attrs = &Attrs{ContentType: d.str(), PartsETag: d.str(), Headers: d.strMap(), User: d.strMap()}
+	}
 	return f
+}
+
+// strMap reads a map written by snapWriter.strMap (nil when empty).
+func (d *snapReader) strMap() map[string]string {
+	var m map[string]string
+	for n := d.uvarint(); n > 0 && d.err == nil; n-- {
+		if m == nil {
+			m = map[string]string{}
+		}
+		k := d.str()
+		m[k] = d.str()
+	}
+	return m
 }
 
 func (d *snapReader) byte() byte {

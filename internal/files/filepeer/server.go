@@ -133,6 +133,12 @@ func (s *server) write(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if a := r.URL.Query().Get("attrs"); a != "" {
+		if err := json.Unmarshal([]byte(a), &o.Attrs); err != nil {
+			writeError(w, files.NewError(files.ErrBadRequest, "bad attrs: "+err.Error()))
+			return
+		}
+	}
 	info, err := s.svc.Put(r.Context(), r.URL.Query().Get("path"), r.Body, o)
 	if err != nil {
 		writeError(w, err)

@@ -3,6 +3,7 @@ package filepeer
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -135,6 +136,13 @@ func (t *Transport) Read(ctx context.Context, peer, path string, o files.OpenOpt
 // Put implements files.Peers: PUT /peer/files/write.
 func (t *Transport) Put(ctx context.Context, peer, path string, body io.Reader, o files.PutOptions) (files.Info, error) {
 	q := writeQuery(path, o.Hops, o.Cond, o.IdempotencyKey)
+	if !o.Attrs.IsZero() {
+		b, err := json.Marshal(o.Attrs)
+		if err != nil {
+			return files.Info{}, fmt.Errorf("forwarded write: %w", err)
+		}
+		q.Set("attrs", string(b))
+	}
 	// A large body waits for the holder's "100 Continue": a write it
 	// refuses at once (a failed condition, the right gone elsewhere) is
 	// then not uploaded across the cluster for nothing. A small one goes
@@ -190,6 +198,13 @@ func setInfoHeader(h http.Header, info files.Info) {
 	h.Set("X-Mure-Size", strconv.FormatInt(info.Size, 10))
 	h.Set("X-Mure-Sha256", info.SHA256)
 	h.Set("X-Mure-Modified", info.Modified.UTC().Format(time.RFC3339Nano))
+	if info.MD5 != "" {
+		h.Set("X-Mure-Md5", info.MD5)
+	}
+	if !info.Attrs.IsZero() {
+		b, _ := json.Marshal(info.Attrs) // maps of strings: cannot fail
+		h.Set("X-Mure-Attrs", base64.RawURLEncoding.EncodeToString(b))
+	}
 }
 
 func infoFromHeader(path string, h http.Header) (files.Info, error) {
@@ -199,5 +214,15 @@ func infoFromHeader(path string, h http.Header) (files.Info, error) {
 	if err1 != nil || err2 != nil || err3 != nil {
 		return files.Info{}, fmt.Errorf("bad file headers (version %q, size %q, modified %q)", h.Get("X-Mure-Version"), h.Get("X-Mure-Size"), h.Get("X-Mure-Modified"))
 	}
-	return files.Info{Path: path, Version: v, ETag: meta.ETagOf(v), Size: size, SHA256: h.Get("X-Mure-Sha256"), Modified: mod}, nil
+	info := files.Info{Path: path, Version: v, ETag: meta.ETagOf(v), Size: size, SHA256: h.Get("X-Mure-Sha256"), MD5: h.Get("X-Mure-Md5"), Modified: mod}
+	if a := h.Get("X-Mure-Attrs"); a != "" {
+		b, err := base64.RawURLEncoding.DecodeString(a)
+		if err == nil {
+			err = json.Unmarshal(b, &info.Attrs)
+		}
+		if err != nil {
+			return files.Info{}, fmt.Errorf("bad X-Mure-Attrs header: %w", err)
+		}
+	}
+	return info, nil
 }
