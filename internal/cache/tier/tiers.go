@@ -1,0 +1,313 @@
+package tier
+
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/maypok86/otter/v2"
+)
+
+// Config bounds the tiers.
+type Config struct {
+	// MemoryBytes bounds the bodies held in memory (0: 64 MiB).
+	MemoryBytes int64
+	// Dir is the disk tier's directory ("" : memory only).
+	Dir string
+	// DiskBytes bounds the disk tier's files (0: 1 GiB).
+	DiskBytes int64
+	// NoSync skips fsync (tests only).
+	NoSync bool
+	Logger *slog.Logger
+}
+
+// entry is the index's record of one object.
+type entry struct {
+	meta     *Meta
+	id       string
+	gen      uint64
+	diskSize int64 // 0: not on disk
+	lru      *list.Element
+}
+
+// Tiers is a cache's object store: an index of every object, the memory
+// tier and the disk tier.
+type Tiers struct {
+	cfg  Config
+	mem  *otter.Cache[string, *Object]
+	disk *disk
+
+	mu        sync.Mutex
+	byKey     map[string][]*entry // primary key → variants
+	byID      map[string]*entry
+	gen       uint64
+	diskBytes int64
+	diskLRU   *list.List // of *entry, most recently used at the front
+
+	promotions, demotions, diskEvictions, corrupt atomic.Int64
+}
+
+// Open opens the tiers; with a directory, the objects already on disk are
+// indexed again (their checksums are checked when first read).
+func Open(cfg Config) (*Tiers, error) {
+	if cfg.MemoryBytes <= 0 {
+		cfg.MemoryBytes = 64 << 20
+	}
+	if cfg.DiskBytes <= 0 {
+		cfg.DiskBytes = 1 << 30
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	t := &Tiers{cfg: cfg, byKey: map[string][]*entry{}, byID: map[string]*entry{}, diskLRU: list.New()}
+	mem, err := otter.New(&otter.Options[string, *Object]{
+		MaximumWeight: uint64(cfg.MemoryBytes),
+		Weigher: func(_ string, o *Object) uint32 {
+			return uint32(min(int64(len(o.Body))+512, 1<<32-1))
+		},
+		OnDeletion: t.onMemoryDeletion,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache memory tier: %w", err)
+	}
+	t.mem = mem
+	if cfg.Dir != "" {
+		t.disk = &disk{dir: cfg.Dir, noSync: cfg.NoSync}
+		err := t.disk.scan(func(m *Meta, size int64) {
+			e := t.addLocked(m)
+			e.diskSize = size
+			e.lru = t.diskLRU.PushBack(e)
+			t.diskBytes += size
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cache disk tier %s: %w", cfg.Dir, err)
+		}
+		t.evictDiskLocked()
+	}
+	return t, nil
+}
+
+// addLocked indexes a new object, replacing the variant with its ID.
+func (t *Tiers) addLocked(m *Meta) *entry {
+	id := m.ID()
+	if old := t.byID[id]; old != nil {
+		t.dropLocked(old, false)
+	}
+	t.gen++
+	e := &entry{meta: m, id: id, gen: t.gen}
+	t.byID[id] = e
+	t.byKey[m.Key] = append(t.byKey[m.Key], e)
+	return e
+}
+
+// dropLocked removes an entry from the index (and its file with disk).
+func (t *Tiers) dropLocked(e *entry, removeFile bool) {
+	delete(t.byID, e.id)
+	vs := t.byKey[e.meta.Key]
+	for i, v := range vs {
+		if v == e {
+			vs = append(vs[:i:i], vs[i+1:]...)
+			break
+		}
+	}
+	if len(vs) == 0 {
+		delete(t.byKey, e.meta.Key)
+	} else {
+		t.byKey[e.meta.Key] = vs
+	}
+	if e.lru != nil {
+		t.diskLRU.Remove(e.lru)
+		e.lru = nil
+		t.diskBytes -= e.diskSize
+		if removeFile && t.disk != nil {
+			t.disk.remove(e.id)
+		}
+	}
+}
+
+// onMemoryDeletion forgets an object evicted from memory that has no copy
+// on disk; one with a copy is demoted.
+func (t *Tiers) onMemoryDeletion(ev otter.DeletionEvent[string, *Object]) {
+	if !ev.WasEvicted() {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.byID[ev.Key]
+	if e == nil || !e.meta.ResponseTime.Equal(ev.Value.ResponseTime) {
+		return
+	}
+	if e.lru != nil {
+		t.demotions.Add(1)
+		return
+	}
+	t.dropLocked(e, false)
+}
+
+// Variants returns the metas of the objects stored under a primary key.
+func (t *Tiers) Variants(key string) []*Meta {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*Meta
+	for _, e := range t.byKey[key] {
+		out = append(out, e.meta)
+	}
+	return out
+}
+
+// Get returns an object whole: from memory, else from disk (checked, and
+// promoted to memory). A corrupt file is removed and ErrNotFound returned
+// wrapped with ErrCorrupt.
+func (t *Tiers) Get(m *Meta) (*Object, error) {
+	id := m.ID()
+	if o, ok := t.mem.GetIfPresent(id); ok && o.ResponseTime.Equal(m.ResponseTime) {
+		t.touch(id)
+		return o, nil
+	}
+	if t.disk == nil {
+		return nil, ErrNotFound
+	}
+	t.mu.Lock()
+	e := t.byID[id]
+	onDisk := e != nil && e.lru != nil
+	t.mu.Unlock()
+	if !onDisk {
+		return nil, ErrNotFound
+	}
+	o, err := t.disk.read(id)
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			t.corrupt.Add(1)
+			t.cfg.Logger.Warn("cache object failed its checksum; removed", "id", id, "key", m.Key)
+		}
+		t.mu.Lock()
+		if cur := t.byID[id]; cur == e {
+			t.dropLocked(e, true)
+		}
+		t.mu.Unlock()
+		return nil, errors.Join(ErrNotFound, err)
+	}
+	o.Meta = *e.meta // a 304 may have updated the meta since the file was written
+	t.promotions.Add(1)
+	t.mem.Set(id, o)
+	t.touch(id)
+	return o, nil
+}
+
+// touch marks an object used, for the disk tier's LRU.
+func (t *Tiers) touch(id string) {
+	t.mu.Lock()
+	if e := t.byID[id]; e != nil && e.lru != nil {
+		t.diskLRU.MoveToFront(e.lru)
+	}
+	t.mu.Unlock()
+}
+
+// Put stores a whole object in both tiers, replacing the variant it
+// names, and drops variants of its key that vary on other fields.
+func (t *Tiers) Put(o *Object) error {
+	o.Size = int64(len(o.Body))
+	var size int64
+	if t.disk != nil {
+		var err error
+		if size, err = t.disk.write(o); err != nil {
+			return fmt.Errorf("cache disk tier: %w", err)
+		}
+	}
+	t.mu.Lock()
+	var dropped []string
+	for _, v := range append([]*entry(nil), t.byKey[o.Key]...) {
+		if strings.Join(v.meta.Vary, ",") != strings.Join(o.Vary, ",") {
+			t.dropLocked(v, true)
+			dropped = append(dropped, v.id)
+		}
+	}
+	e := t.addLocked(&o.Meta)
+	if t.disk != nil {
+		e.diskSize = size
+		e.lru = t.diskLRU.PushFront(e)
+		t.diskBytes += size
+		t.evictDiskLocked()
+	}
+	t.mu.Unlock()
+	for _, id := range dropped {
+		t.mem.Invalidate(id)
+	}
+	t.mem.Set(e.id, o)
+	return nil
+}
+
+// evictDiskLocked removes the least recently used files beyond the bound;
+// one still in memory stays indexed there.
+func (t *Tiers) evictDiskLocked() {
+	for t.diskBytes > t.cfg.DiskBytes && t.diskLRU.Len() > 0 {
+		e := t.diskLRU.Back().Value.(*entry)
+		t.disk.remove(e.id)
+		t.diskLRU.Remove(e.lru)
+		e.lru = nil
+		t.diskBytes -= e.diskSize
+		t.diskEvictions.Add(1)
+		if _, inMem := t.mem.GetIfPresent(e.id); !inMem {
+			t.dropLocked(e, false)
+		}
+	}
+}
+
+// Remove deletes every variant of a primary key from both tiers.
+func (t *Tiers) Remove(key string) int {
+	return t.removeIf(func(k string) bool { return k == key })
+}
+
+// RemovePrefix deletes every object whose primary key starts with prefix.
+func (t *Tiers) RemovePrefix(prefix string) int {
+	return t.removeIf(func(k string) bool { return strings.HasPrefix(k, prefix) })
+}
+
+func (t *Tiers) removeIf(match func(string) bool) int {
+	t.mu.Lock()
+	var gone []*entry
+	for k, vs := range t.byKey {
+		if match(k) {
+			gone = append(gone, vs...)
+		}
+	}
+	for _, e := range gone {
+		t.dropLocked(e, true)
+	}
+	t.mu.Unlock()
+	for _, e := range gone {
+		t.mem.Invalidate(e.id)
+	}
+	return len(gone)
+}
+
+// Stats are the tiers' figures.
+type Stats struct {
+	MemoryBytes   int64 `json:"memory_bytes"`
+	MemoryObjects int   `json:"memory_objects"`
+	DiskBytes     int64 `json:"disk_bytes"`
+	DiskObjects   int   `json:"disk_objects"`
+	Objects       int   `json:"objects"`
+	Promotions    int64 `json:"promotions"`
+	Demotions     int64 `json:"demotions"`
+	DiskEvictions int64 `json:"disk_evictions"`
+	Corrupt       int64 `json:"corrupt"`
+}
+
+// Stats returns the tiers' figures now.
+func (t *Tiers) Stats() Stats {
+	t.mu.Lock()
+	s := Stats{DiskBytes: t.diskBytes, DiskObjects: t.diskLRU.Len(), Objects: len(t.byID)}
+	t.mu.Unlock()
+	s.MemoryBytes, s.MemoryObjects = int64(t.mem.WeightedSize()), t.mem.EstimatedSize()
+	s.Promotions, s.Demotions, s.DiskEvictions, s.Corrupt = t.promotions.Load(), t.demotions.Load(), t.diskEvictions.Load(), t.corrupt.Load()
+	return s
+}
+
+// Close stops the memory tier's goroutines. The disk tier needs nothing:
+// every file was complete when it was renamed into place.
+func (t *Tiers) Close() { t.mem.StopAllGoroutines() }

@@ -1,0 +1,182 @@
+package tier
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mure-dev/mure/internal/cache"
+)
+
+func object(key string, body string) *Object {
+	return &Object{Meta: Meta{Key: key, Status: 200, Header: cache.Header{"Cache-Control": {"max-age=60"}},
+		RequestTime: time.Unix(1000, 0).UTC(), ResponseTime: time.Unix(1001, 0).UTC()}, Body: []byte(body)}
+}
+
+func open(t *testing.T, cfg Config) *Tiers {
+	t.Helper()
+	cfg.NoSync = true
+	tr, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	return tr
+}
+
+func get(t *testing.T, tr *Tiers, key string) (*Object, error) {
+	t.Helper()
+	vs := tr.Variants(key)
+	if len(vs) == 0 {
+		return nil, ErrNotFound
+	}
+	return tr.Get(vs[0])
+}
+
+func TestPutGetAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	tr := open(t, Config{Dir: dir})
+	if err := tr.Put(object("k1", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	o, err := get(t, tr, "k1")
+	if err != nil || string(o.Body) != "hello" {
+		t.Fatalf("get: %v %+v", err, o)
+	}
+	tr.Close()
+	// A leftover temporary (a crash mid-write) must not come back.
+	os.WriteFile(filepath.Join(dir, "tmp", "obj-123"), []byte("partial"), 0o644)
+	tr2 := open(t, Config{Dir: dir})
+	o, err = get(t, tr2, "k1")
+	if err != nil || string(o.Body) != "hello" || o.Header["Cache-Control"][0] != "max-age=60" {
+		t.Fatalf("after restart: %v %+v", err, o)
+	}
+	if st := tr2.Stats(); st.Promotions != 1 || st.DiskObjects != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tmp", "obj-123")); !os.IsNotExist(err) {
+		t.Error("temporary file survived the restart")
+	}
+}
+
+func TestCorruptAndTruncatedFiles(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(path string)
+	}{
+		{"flipped byte in body", func(p string) {
+			b, _ := os.ReadFile(p)
+			i := bytes.Index(b, []byte("hello"))
+			b[i] ^= 1
+			os.WriteFile(p, b, 0o644)
+		}},
+		{"truncated", func(p string) {
+			st, _ := os.Stat(p)
+			os.Truncate(p, st.Size()-10)
+		}},
+		{"empty", func(p string) { os.Truncate(p, 0) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tr := open(t, Config{Dir: dir})
+			o := object("k", "hello world")
+			if err := tr.Put(o); err != nil {
+				t.Fatal(err)
+			}
+			tr.Close()
+			tc.damage(tr.disk.path(o.ID()))
+			tr2 := open(t, Config{Dir: dir})
+			got, err := get(t, tr2, "k")
+			if err == nil {
+				t.Fatalf("served a damaged object: %q", got.Body)
+			}
+			if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("err %v", err)
+			}
+			if len(tr2.Variants("k")) != 0 {
+				t.Error("damaged object still indexed")
+			}
+		})
+	}
+}
+
+func TestBounds(t *testing.T) {
+	t.Run("disk bound evicts least recently used", func(t *testing.T) {
+		tr := open(t, Config{Dir: t.TempDir(), DiskBytes: 3000, MemoryBytes: 1 << 20})
+		body := string(bytes.Repeat([]byte("x"), 900))
+		for _, k := range []string{"a", "b", "c", "d"} {
+			if err := tr.Put(object(k, body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st := tr.Stats()
+		if st.DiskBytes > 3000 || st.DiskEvictions == 0 {
+			t.Errorf("disk over its bound: %+v", st)
+		}
+	})
+	t.Run("memory bound demotes to disk", func(t *testing.T) {
+		tr := open(t, Config{Dir: t.TempDir(), MemoryBytes: 64 << 10})
+		body := string(bytes.Repeat([]byte("y"), 16<<10))
+		for i := range 40 {
+			if err := tr.Put(object(string(rune('A'+i)), body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tr.mem.CleanUp()
+		if st := tr.Stats(); st.MemoryBytes > 64<<10 || st.Objects != 40 {
+			t.Fatalf("stats %+v", st)
+		}
+		for i := range 40 {
+			if o, err := get(t, tr, string(rune('A'+i))); err != nil || len(o.Body) != 16<<10 {
+				t.Fatalf("object %d: %v", i, err)
+			}
+		}
+		if tr.Stats().Promotions == 0 {
+			t.Error("nothing was promoted from disk")
+		}
+	})
+	t.Run("memory only forgets what it evicts", func(t *testing.T) {
+		tr := open(t, Config{MemoryBytes: 64 << 10})
+		body := string(bytes.Repeat([]byte("z"), 16<<10))
+		for i := range 40 {
+			tr.Put(object(string(rune('A'+i)), body))
+		}
+		tr.mem.CleanUp()
+		deadline := time.Now().Add(5 * time.Second)
+		for tr.Stats().Objects > 8 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond) // deletion events run on otter's executor
+		}
+		if st := tr.Stats(); st.Objects > 8 {
+			t.Errorf("index keeps evicted objects: %+v", st)
+		}
+	})
+}
+
+func TestVariantsAndRemove(t *testing.T) {
+	tr := open(t, Config{Dir: t.TempDir()})
+	a, b := object("site/x", "en"), object("site/x", "fr")
+	a.Vary, a.Selected = []string{"Accept-Language"}, cache.Selected{"Accept-Language": "en"}
+	b.Vary, b.Selected = []string{"Accept-Language"}, cache.Selected{"Accept-Language": "fr"}
+	tr.Put(a)
+	tr.Put(b)
+	tr.Put(object("site/y", "y"))
+	if n := len(tr.Variants("site/x")); n != 2 {
+		t.Fatalf("%d variants", n)
+	}
+	c := object("site/x", "other")
+	c.Vary = []string{"Accept-Encoding"}
+	tr.Put(c)
+	if n := len(tr.Variants("site/x")); n != 1 {
+		t.Fatalf("%d variants after a change of Vary", n)
+	}
+	if n := tr.RemovePrefix("site/"); n != 2 {
+		t.Fatalf("removed %d", n)
+	}
+	if st := tr.Stats(); st.Objects != 0 || st.DiskBytes != 0 {
+		t.Errorf("left after purge: %+v", st)
+	}
+}
