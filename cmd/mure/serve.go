@@ -53,6 +53,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	filesFlags(fs, &cfg)
 	appsFlags(fs, &cfg)
 	s3Flags(fs, &cfg)
+	proxyCfg := proxyFlags(fs)
 	front := frontFlags(fs)
 	authDone := authFlags(fs, &cfg)
 	if err := fs.Parse(args); err != nil {
@@ -89,6 +90,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.ScrubRate = -1
 	}
 	cfg.Front = front()
+	cfg.Proxy = proxyCfg()
 	cfg.Key = os.Getenv("MURE_KEY")
 	if keyFile != "" {
 		b, err := os.ReadFile(keyFile)
@@ -119,6 +121,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		n.ID(), n.ClusterID(), n.HTTPAddr(), n.PeerAddr(), cfg.DataDir)
 	if a := n.FastAddr(); a != "" {
 		fmt.Fprintf(stdout, "  fast reads  http://%s\n", a)
+	}
+	if a := n.ProxyAddr(); a != "" {
+		fmt.Fprintf(stdout, "  proxy       http://%s (caching, %d origins)\n", a, len(cfg.Proxy.Origins))
 	}
 	if cfg.Front != nil {
 		fmt.Fprintf(stdout, "  front door  http://%s (%s, %s; open while this node holds the dispatcher role)\n", cfg.Front.Addr, cfg.Front.Mode, cfg.Front.Policy)

@@ -111,8 +111,11 @@ func TestAge(t *testing.T) {
 		{"resident time", hdr("Date", FormatDate(t0)), t0, t0.Add(10 * time.Second), 10 * time.Second},
 		{"age field plus delay", hdr("Date", FormatDate(t0), "Age", "30"), t0.Add(-2 * time.Second), t0, 32 * time.Second},
 		{"apparent age from old date", hdr("Date", FormatDate(t0.Add(-50*time.Second))), t0, t0, 50 * time.Second},
-		{"bad age ignored", hdr("Date", FormatDate(t0), "Age", "abc"), t0, t0, 0},
-		{"first age value", hdr("Date", FormatDate(t0), "Age", "5, 100"), t0, t0, 5 * time.Second},
+		{"non-numeric age is stale", hdr("Date", FormatDate(t0), "Age", "abc"), t0, t0, maxDelta},
+		{"negative age is stale", hdr("Date", FormatDate(t0), "Age", "-1"), t0, t0, maxDelta},
+		{"two age values are stale", hdr("Date", FormatDate(t0), "Age", "0, 0"), t0, t0, maxDelta},
+		{"two age lines are stale", hdr("Date", FormatDate(t0), "Age", "0", "Age", "0"), t0, t0, maxDelta},
+		{"age with a parameter is stale", hdr("Date", FormatDate(t0), "Age", "5;a=1"), t0, t0, maxDelta},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

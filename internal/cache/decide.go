@@ -122,3 +122,13 @@ func (p Policy) StaleIfError(reqHeader Header, s *Stored, now time.Time) bool {
 	}
 	return false
 }
+
+// StaleWhenDisconnected reports whether a stale stored response may
+// answer when the origin cannot be reached at all (RFC 9111 §4.2.4: a
+// cache that is disconnected may serve stale unless the response forbids
+// it with must-revalidate, proxy-revalidate, s-maxage or no-cache).
+func (p Policy) StaleWhenDisconnected(s *Stored) bool {
+	cc := ParseDirectives(s.Header, "Cache-Control")
+	ctl := p.control(s.Header)
+	return !mustRevalidate(cc, ctl) && !cc.NoCache && !ctl.NoCache
+}

@@ -63,24 +63,31 @@ func (s *Stored) dateOf() time.Time {
 	return s.ResponseTime
 }
 
-// ageValue is the Age field: the first value, if it is non-negative digits.
-func ageValue(h Header) time.Duration {
-	v := list(h, "Age")
-	if len(v) == 0 {
-		return 0
+// ageValue is the Age field; ok is false when it is malformed: not one
+// line of one non-negative integer (several values, a fraction, a sign,
+// a parameter). A malformed Age makes the response stale, as the
+// conformance suite asks: an upstream cache whose age cannot be read may
+// have held the response for any time.
+func ageValue(h Header) (time.Duration, bool) {
+	lines := h[canonical("Age")]
+	if len(lines) == 0 {
+		return 0, true
 	}
-	d, ok := parseDelta(v[0], true)
-	if !ok {
-		return 0
+	if len(lines) > 1 || strings.Contains(lines[0], ",") {
+		return 0, false
 	}
-	return d
+	return parseDelta(strings.TrimSpace(lines[0]), true)
 }
 
 // Age is the stored response's current age at now (RFC 9111 §4.2.3).
 func (s *Stored) Age(now time.Time) time.Duration {
 	apparent := max(0, s.ResponseTime.Sub(s.dateOf()))
 	delay := s.ResponseTime.Sub(s.RequestTime)
-	corrected := ageValue(s.Header) + delay
+	av, ok := ageValue(s.Header)
+	if !ok {
+		return maxDelta
+	}
+	corrected := av + delay
 	initial := max(apparent, corrected)
 	return initial + max(0, now.Sub(s.ResponseTime))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mure-dev/mure/internal/apps"
 	"github.com/mure-dev/mure/internal/auth"
+	"github.com/mure-dev/mure/internal/cache/proxy"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/store"
@@ -41,6 +42,10 @@ type Config struct {
 	// S3UploadTTL is how long an S3 multipart upload may stay unfinished
 	// before the leader removes it (0: 24 h).
 	S3UploadTTL time.Duration
+	// Proxy, when set, runs the caching reverse proxy (internal/cache/
+	// proxy) on its own listener; the node fills its disk directory
+	// (DATA/cache), NoSync and TLS.
+	Proxy *proxy.Config
 	// PprofAddr, when set, serves Go's profiler (/debug/pprof/) there:
 	// keep it on a loopback address.
 	PprofAddr string

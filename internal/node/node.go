@@ -20,6 +20,7 @@ import (
 	"github.com/mure-dev/mure/internal/admission"
 	"github.com/mure-dev/mure/internal/apps"
 	"github.com/mure-dev/mure/internal/auth"
+	"github.com/mure-dev/mure/internal/cache/proxy"
 	"github.com/mure-dev/mure/internal/certs"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/dispatch"
@@ -65,6 +66,7 @@ type Node struct {
 	admission *admission.Limiter
 	door      *frontdoor.Service // nil without a front door
 	s3        *s3.Service        // nil without --s3
+	proxy     *proxy.Service     // nil without --proxy
 	single    *dsc.Service       // single-address mode only
 	monitor   *monitor.Service
 	mon       *monitorReader // what the monitor reads of this node
@@ -211,6 +213,12 @@ func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 			return nil, err
 		}
 		all = append(all, n.s3)
+	}
+	if cfg.Proxy != nil {
+		if n.proxy, err = n.proxyService(); err != nil {
+			return nil, err
+		}
+		all = append(all, n.proxy)
 	}
 	if cfg.Front == nil {
 		return append(all, cfg.Extra...), nil

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"flag"
+	"strings"
+
+	"github.com/mure-dev/mure/internal/bytesize"
+	"github.com/mure-dev/mure/internal/cache/proxy"
+)
+
+// proxyFlags declares the caching proxy's flags of mure serve on fs; the
+// returned function gives the proxy's configuration after parsing (nil
+// without --proxy).
+func proxyFlags(fs *flag.FlagSet) func() *proxy.Config {
+	var cfg proxy.Config
+	var origins originList
+	mem, disk, maxObj := sizeFlag(64<<20), sizeFlag(1<<30), sizeFlag(16<<20)
+	heuristic := true
+	fs.StringVar(&cfg.Addr, "proxy", "", "serve a caching reverse proxy (RFC 9111) at `ADDR` (host:port) for the --proxy-origin sites (default: off; docs/cache.md)")
+	fs.Var(&origins, "proxy-origin", "a site the proxy serves: `URL` (requests addressed to the proxy itself), HOST=URL, /PREFIX/=URL or HOST/PREFIX/=URL (repeatable; other Hosts are refused)")
+	fs.Var(&mem, "proxy-memory", "bytes of objects the proxy keeps in memory (e.g. 256MiB)")
+	fs.Var(&disk, "proxy-disk", "bytes of objects the proxy keeps on disk in DATA/cache (e.g. 10GiB)")
+	fs.Var(&maxObj, "proxy-max-object", "largest body the proxy stores; larger ones are passed through")
+	fs.BoolVar(&heuristic, "proxy-heuristic", true, "give responses with Last-Modified but no explicit lifetime a heuristic one (10% of their age, at most a day), as RFC 9111 permits")
+	return func() *proxy.Config {
+		if cfg.Addr == "" {
+			return nil
+		}
+		cfg.Origins = origins
+		cfg.MemoryBytes, cfg.DiskBytes, cfg.Limits.MaxObject = int64(mem), int64(disk), int64(maxObj)
+		cfg.NoHeuristic = !heuristic
+		return &cfg
+	}
+}
+
+// originList is the repeatable --proxy-origin flag; in a config file one
+// "proxy-origin = HOST=URL" line per origin.
+type originList []proxy.Origin
+
+func (l *originList) String() string {
+	if l == nil {
+		return ""
+	}
+	var parts []string
+	for _, o := range *l {
+		parts = append(parts, o.String())
+	}
+	return strings.Join(parts, " ")
+}
+
+func (l *originList) Set(s string) error {
+	o, err := proxy.ParseOrigin(s)
+	if err != nil {
+		return err
+	}
+	*l = append(*l, o)
+	return nil
+}
+
+// sizeFlag is a byte count spelled as settings spell them ("64MiB").
+type sizeFlag int64
+
+func (s *sizeFlag) String() string { return bytesize.Format(int64(*s)) }
+
+func (s *sizeFlag) Set(v string) error {
+	n, err := bytesize.Parse(v)
+	if err != nil {
+		return err
+	}
+	*s = sizeFlag(n)
+	return nil
+}

@@ -1,0 +1,217 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/mure-dev/mure/internal/cache"
+	"github.com/mure-dev/mure/internal/cache/tier"
+)
+
+// fetch gets a GET from the origin (without the client's validators, so
+// that a whole response can be stored) and answers the client: from the
+// stored object when it was stored, else passing the response through.
+// It reports whether the object was stored.
+func (h *Handler) fetch(w http.ResponseWriter, r *http.Request, o *Origin, key string, _ *tier.Object, st cache.Status) bool {
+	x, err := h.roundTrip(r.Context(), r, o, http.MethodGet, nil, true, nil)
+	if err != nil {
+		h.originError(w, err)
+		return false
+	}
+	defer x.close()
+	return h.answer(w, r, key, x, st)
+}
+
+// answer stores a response when RFC 9111 allows it and it fits, then
+// answers the client. The body is read whole before anything is stored or
+// sent: an origin that dies mid-body leaves nothing cached and the client
+// gets a 502, never a truncated copy presented as whole.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, key string, x *exchange, st cache.Status) bool {
+	st.FwdStatus = x.resp.StatusCode
+	ok, why := h.policy.Storable(http.MethodGet, cache.Header(r.Header), x.resp.StatusCode, cache.Header(x.resp.Header))
+	if !ok {
+		st.Detail = why
+		h.stream(w, r, x, nil, st)
+		return false
+	}
+	body, tooBig, err := readWhole(x.resp.Body, h.limits.MaxObject)
+	if err != nil {
+		h.originError(w, err)
+		return false
+	}
+	if tooBig {
+		st.Detail = "too-large"
+		h.stream(w, r, x, body, st)
+		return false
+	}
+	obj := h.object(key, r, x, body)
+	if err := h.tiers.Put(obj); err != nil {
+		h.log.Warn("cache: could not store an object", "key", key, "err", err)
+		st.Detail = "store-failed"
+		h.stream(w, r, x, body, st)
+		return false
+	}
+	st.Stored = true
+	h.writeStored(w, r, obj, st)
+	return true
+}
+
+// object builds the object to store from a complete response.
+func (h *Handler) object(key string, r *http.Request, x *exchange, body []byte) *tier.Object {
+	fields, _ := cache.VaryFields(cache.Header(x.resp.Header))
+	return &tier.Object{Meta: tier.Meta{
+		Key: key, Vary: fields, Selected: cache.Select(fields, cache.Header(r.Header)),
+		Status: x.resp.StatusCode, Header: h.policy.StoredHeader(cache.Header(x.resp.Header)),
+		RequestTime: x.reqTime, ResponseTime: x.respTime,
+	}, Body: body}
+}
+
+// stream passes a response through: the header, what was already read
+// (head), then the rest. A body cut short aborts the client's response so
+// that it cannot be taken for a whole one.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, x *exchange, head []byte, st cache.Status) {
+	copyHeader(w.Header(), x.resp.Header)
+	w.Header().Set("Cache-Status", st.String(cacheName))
+	w.WriteHeader(x.resp.StatusCode)
+	if r.Method == http.MethodHead {
+		return
+	}
+	n, _ := w.Write(head)
+	m, err := io.Copy(w, x.resp.Body)
+	h.metrics.bytes.WithLabelValues("origin").Add(float64(int64(n) + m))
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// pass forwards a GET or HEAD that the cache does not answer (a range,
+// an upgrade, a HEAD miss) and streams the response.
+func (h *Handler) pass(w http.ResponseWriter, r *http.Request, o *Origin, st cache.Status) {
+	x, err := h.roundTrip(r.Context(), r, o, "", nil, false, nil)
+	if err != nil {
+		h.originError(w, err)
+		return
+	}
+	defer x.close()
+	st.FwdStatus = x.resp.StatusCode
+	h.stream(w, r, x, nil, st)
+}
+
+// validate sends the stored object's validators to the origin: a 304
+// freshens it, a new response replaces it, and an error is answered with
+// the stale object where stale-if-error allows.
+func (h *Handler) validate(w http.ResponseWriter, r *http.Request, o *Origin, key string, obj *tier.Object, why string) {
+	st := cache.Status{Fwd: cache.FwdStale}
+	if why == "request" {
+		st.Fwd = cache.FwdRequest
+	}
+	x, err := h.roundTrip(r.Context(), r, o, http.MethodGet, nil, true, cache.Conditional(obj.Header))
+	if err != nil || x.resp.StatusCode >= 500 {
+		if h.policy.StaleIfError(cache.Header(r.Header), obj.Stored(), h.now()) {
+			if x != nil {
+				st.FwdStatus = x.resp.StatusCode
+				x.close()
+			}
+			h.metrics.requests.WithLabelValues(resultStale).Inc()
+			st.Detail = "stale-if-error"
+			h.writeStored(w, r, obj, st)
+			return
+		}
+		if err != nil {
+			if h.policy.StaleWhenDisconnected(obj.Stored()) && r.Context().Err() == nil {
+				h.metrics.requests.WithLabelValues(resultStale).Inc()
+				st.Detail = "origin-unreachable"
+				h.writeStored(w, r, obj, st)
+				return
+			}
+			h.originError(w, err)
+			return
+		}
+	}
+	defer x.close()
+	if x.resp.StatusCode == http.StatusNotModified {
+		h.metrics.requests.WithLabelValues(resultRevalidated).Inc()
+		fresh := h.freshen(obj, x)
+		st.FwdStatus, st.Stored = http.StatusNotModified, true
+		h.writeStored(w, r, fresh, st)
+		return
+	}
+	h.metrics.requests.WithLabelValues(resultMiss).Inc()
+	h.answer(w, r, key, x, st)
+}
+
+// freshen merges a 304 into a stored object and stores the result.
+func (h *Handler) freshen(obj *tier.Object, x *exchange) *tier.Object {
+	meta := obj.Meta
+	s := meta.Stored()
+	h.policy.Update(s, cache.Header(x.resp.Header), x.reqTime, x.respTime)
+	meta.Header, meta.RequestTime, meta.ResponseTime = s.Header, s.RequestTime, s.ResponseTime
+	fresh := &tier.Object{Meta: meta, Body: obj.Body}
+	if err := h.tiers.Put(fresh); err != nil {
+		h.log.Warn("cache: could not store a revalidated object", "key", meta.Key, "err", err)
+	}
+	return fresh
+}
+
+// revalidateLater validates a stale object in the background
+// (stale-while-revalidate), once per key at a time.
+func (h *Handler) revalidateLater(r *http.Request, o *Origin, key string, obj *tier.Object) {
+	fl, leader, _ := h.flights.join(key)
+	if !leader {
+		return
+	}
+	bgReq := r.Clone(h.bgCtx)
+	bgReq.Body = nil
+	h.bg.Add(1)
+	go func() {
+		defer h.bg.Done()
+		stored := false
+		defer func() { h.flights.finish(key, fl, stored) }()
+		x, err := h.roundTrip(h.bgCtx, bgReq, o, http.MethodGet, nil, true, cache.Conditional(obj.Header))
+		if err != nil {
+			return
+		}
+		defer x.close()
+		if x.resp.StatusCode == http.StatusNotModified {
+			h.freshen(obj, x)
+			stored = true
+			return
+		}
+		if ok, _ := h.policy.Storable(http.MethodGet, cache.Header(bgReq.Header), x.resp.StatusCode, cache.Header(x.resp.Header)); !ok {
+			return
+		}
+		body, tooBig, err := readWhole(x.resp.Body, h.limits.MaxObject)
+		if err != nil || tooBig {
+			return
+		}
+		stored = h.tiers.Put(h.object(key, bgReq, x, body)) == nil
+	}()
+}
+
+// forwardUnsafe forwards a request with another method, streams the
+// response, and invalidates what a success changed (RFC 9111 §4.4).
+func (h *Handler) forwardUnsafe(w http.ResponseWriter, r *http.Request, o *Origin) {
+	var body io.Reader
+	if r.ContentLength != 0 {
+		body = r.Body
+	}
+	x, err := h.roundTrip(r.Context(), r, o, "", body, false, nil)
+	if err != nil {
+		h.originError(w, err)
+		return
+	}
+	defer x.close()
+	target := &url.URL{Scheme: "http", Host: r.Host, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	for _, u := range cache.Invalidated(r.Method, target, x.resp.StatusCode, cache.Header(x.resp.Header)) {
+		pu, err := url.Parse(u)
+		if err != nil {
+			continue
+		}
+		if dest := h.router.route(pu.Host, pu.Path); dest != nil {
+			h.tiers.Remove(dest.name() + " " + pu.RequestURI())
+		}
+	}
+	h.metrics.requests.WithLabelValues(resultBypass).Inc()
+	h.stream(w, r, x, nil, cache.Status{Fwd: cache.FwdMethod, FwdStatus: x.resp.StatusCode})
+}

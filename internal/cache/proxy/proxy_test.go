@@ -1,0 +1,347 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mure-dev/mure/internal/cache/tier"
+	"github.com/mure-dev/mure/internal/service"
+)
+
+// origin is a test origin that counts its requests.
+type origin struct {
+	*httptest.Server
+	hits atomic.Int64
+}
+
+func newOrigin(t *testing.T, h http.HandlerFunc) *origin {
+	o := &origin{}
+	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.hits.Add(1)
+		h(w, r)
+	}))
+	t.Cleanup(o.Close)
+	return o
+}
+
+// proxyFor starts a proxy in front of the origin with its disk tier in dir.
+func proxyFor(t *testing.T, o *origin, dir string, lim Limits) (*httptest.Server, *Handler) {
+	t.Helper()
+	u, _ := url.Parse(o.URL)
+	tiers, err := tier.Open(tier.Config{Dir: dir, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHandler(Config{Origins: []Origin{{URL: u}}, Limits: lim}, tiers, service.Env{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { srv.Close(); h.Close(); tiers.Close() })
+	return srv, h
+}
+
+func fetch(t *testing.T, method, url string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	for i := 0; i < len(hdr); i += 2 {
+		if strings.EqualFold(hdr[i], "Host") {
+			req.Host = hdr[i+1]
+			continue
+		}
+		req.Header.Add(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp, "ERR:" + err.Error()
+	}
+	return resp, string(b)
+}
+
+func TestHitMissAndRefusal(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		fmt.Fprintf(w, "body of %s", r.URL.Path)
+	})
+	p, _ := proxyFor(t, o, t.TempDir(), Limits{})
+	for i, want := range []string{"fwd=uri-miss", "hit"} {
+		resp, body := fetch(t, "GET", p.URL+"/a")
+		if body != "body of /a" || !strings.Contains(resp.Header.Get("Cache-Status"), want) {
+			t.Fatalf("request %d: %q, Cache-Status %q", i, body, resp.Header.Get("Cache-Status"))
+		}
+	}
+	resp, _ := fetch(t, "HEAD", p.URL+"/a")
+	if !strings.Contains(resp.Header.Get("Cache-Status"), "hit") || resp.Header.Get("Content-Length") != "10" {
+		t.Errorf("HEAD not answered from the stored GET: %v", resp.Header)
+	}
+	resp, _ = fetch(t, "GET", p.URL+"/a", "Host", "evil.example")
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("unknown Host answered %d", resp.StatusCode)
+	}
+	if n := o.hits.Load(); n != 1 {
+		t.Errorf("origin saw %d requests, want 1", n)
+	}
+}
+
+func TestConcurrentMissesCollapse(t *testing.T) {
+	release := make(chan struct{})
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("Cache-Control", "max-age=60")
+		io.WriteString(w, "shared")
+	})
+	p, h := proxyFor(t, o, t.TempDir(), Limits{})
+	const n = 20
+	var wg sync.WaitGroup
+	bodies := make([]string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, bodies[i] = fetch(t, "GET", p.URL+"/obj")
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for h.flights.waiting("/obj") < n-1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	for i, b := range bodies {
+		if b != "shared" {
+			t.Fatalf("client %d got %q", i, b)
+		}
+	}
+	if got := o.hits.Load(); got != 1 {
+		t.Errorf("%d concurrent misses made %d origin fetches, want 1", n, got)
+	}
+}
+
+func TestUncacheableReleasesWaiters(t *testing.T) {
+	release := make(chan struct{})
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("Cache-Control", "private")
+		io.WriteString(w, "mine")
+	})
+	p, h := proxyFor(t, o, t.TempDir(), Limits{})
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() { defer wg.Done(); fetch(t, "GET", p.URL+"/p") }()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for h.flights.waiting("/p") < 4 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if got := o.hits.Load(); got != 5 {
+		t.Errorf("private response: %d origin fetches, want 5 (each waiter goes to the origin)", got)
+	}
+}
+
+func TestValidationAndStale(t *testing.T) {
+	var fail atomic.Bool
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		if fail.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("ETag", `"v1"`)
+		w.Header().Set("Cache-Control", "max-age=1, stale-if-error=600")
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		io.WriteString(w, "version 1")
+	})
+	p, h := proxyFor(t, o, t.TempDir(), Limits{})
+	clock := time.Now()
+	var mu sync.Mutex
+	h.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	fetch(t, "GET", p.URL+"/v")
+	advance(5 * time.Second)
+	resp, body := fetch(t, "GET", p.URL+"/v")
+	if body != "version 1" || !strings.Contains(resp.Header.Get("Cache-Status"), "fwd-status=304") {
+		t.Fatalf("revalidation: %q %q", body, resp.Header.Get("Cache-Status"))
+	}
+	resp, _ = fetch(t, "GET", p.URL+"/v", "If-None-Match", `"v1"`)
+	if resp.StatusCode != http.StatusNotModified {
+		t.Errorf("client's conditional request answered %d", resp.StatusCode)
+	}
+	advance(5 * time.Second)
+	fail.Store(true)
+	resp, body = fetch(t, "GET", p.URL+"/v")
+	if body != "version 1" || !strings.Contains(resp.Header.Get("Cache-Status"), "stale-if-error") {
+		t.Errorf("origin down: %d %q %q", resp.StatusCode, body, resp.Header.Get("Cache-Status"))
+	}
+}
+
+func TestInvalidationByUnsafeMethod(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		io.WriteString(w, r.Method)
+	})
+	p, _ := proxyFor(t, o, t.TempDir(), Limits{})
+	fetch(t, "GET", p.URL+"/x")
+	fetch(t, "POST", p.URL+"/x")
+	resp, body := fetch(t, "GET", p.URL+"/x")
+	if body != "GET" || !strings.Contains(resp.Header.Get("Cache-Status"), "uri-miss") {
+		t.Errorf("after POST: %q %q", body, resp.Header.Get("Cache-Status"))
+	}
+	if got := o.hits.Load(); got != 3 {
+		t.Errorf("%d origin fetches, want 3", got)
+	}
+}
+
+func TestRestartKeepsDiskTier(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=600")
+		io.WriteString(w, "kept")
+	})
+	dir := t.TempDir()
+	p1, _ := proxyFor(t, o, dir, Limits{})
+	fetch(t, "GET", p1.URL+"/k")
+	p2, _ := proxyFor(t, o, dir, Limits{})
+	resp, body := fetch(t, "GET", p2.URL+"/k")
+	if body != "kept" || !strings.Contains(resp.Header.Get("Cache-Status"), "hit") {
+		t.Errorf("after restart: %q %q", body, resp.Header.Get("Cache-Status"))
+	}
+	if got := o.hits.Load(); got != 1 {
+		t.Errorf("%d origin fetches, want 1", got)
+	}
+}
+
+// hostile serves raw bytes on a TCP listener: an origin that breaks HTTP.
+func hostile(t *testing.T, reply func(c net.Conn)) *origin {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); ln.Close() })
+	o := &origin{Server: &httptest.Server{URL: "http://" + ln.Addr().String()}}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			o.hits.Add(1)
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				c.Read(buf)
+				reply(c)
+				select {
+				case <-done:
+				case <-time.After(2 * time.Second):
+				}
+			}()
+		}
+	}()
+	return o
+}
+
+func TestHostileOrigins(t *testing.T) {
+	head := "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\n"
+	tests := []struct {
+		name  string
+		reply func(c net.Conn)
+		lim   Limits
+	}{
+		{"dies mid-body", func(c net.Conn) { io.WriteString(c, head+"Content-Length: 100\r\n\r\nonly part") }, Limits{}},
+		{"stalls mid-body", func(c net.Conn) {
+			io.WriteString(c, head+"Content-Length: 100\r\n\r\nonly part")
+			time.Sleep(time.Second)
+		}, Limits{BodyTimeout: 200 * time.Millisecond}},
+		{"huge header", func(c net.Conn) {
+			io.WriteString(c, head+"X-Big: "+strings.Repeat("a", 100<<10)+"\r\nContent-Length: 2\r\n\r\nhi")
+		}, Limits{MaxHeaderBytes: 16 << 10}},
+		{"endless body over the object limit", func(c net.Conn) {
+			io.WriteString(c, head+"Transfer-Encoding: chunked\r\n\r\n")
+			chunk := fmt.Sprintf("%x\r\n%s\r\n", 1024, strings.Repeat("z", 1024))
+			for range 64 {
+				io.WriteString(c, chunk)
+			}
+			io.WriteString(c, "0\r\n\r\n")
+		}, Limits{MaxObject: 8 << 10}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := hostile(t, tc.reply)
+			p, h := proxyFor(t, o, t.TempDir(), tc.lim)
+			resp, body := fetch(t, "GET", p.URL+"/h")
+			if resp.StatusCode == http.StatusOK && !strings.HasPrefix(body, "ERR:") && len(body) < 64<<10 {
+				t.Errorf("a broken response was presented as whole: %d %q", resp.StatusCode, body)
+			}
+			if st := h.tiers.Stats(); st.Objects != 0 {
+				t.Errorf("something was cached: %+v", st)
+			}
+		})
+	}
+}
+
+func TestRequestSmuggling(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	p, _ := proxyFor(t, o, t.TempDir(), Limits{})
+	c, err := net.Dial("tcp", strings.TrimPrefix(p.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "POST /s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4\r\nContent-Length: 40\r\n\r\nabcd")
+	b, _ := io.ReadAll(c)
+	if !strings.HasPrefix(string(b), "HTTP/1.1 400") {
+		t.Errorf("conflicting Content-Length answered %q", strings.SplitN(string(b), "\r\n", 2)[0])
+	}
+	if o.hits.Load() != 0 {
+		t.Error("a smuggling attempt reached the origin")
+	}
+}
+
+func TestStaleWhenOriginUnreachable(t *testing.T) {
+	tests := []struct {
+		cc        string
+		wantStale bool
+	}{
+		{"max-age=1", true},
+		{"max-age=1, must-revalidate", false},
+		{"s-maxage=1", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.cc, func(t *testing.T) {
+			o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Cache-Control", tc.cc)
+				io.WriteString(w, "old")
+			})
+			p, h := proxyFor(t, o, t.TempDir(), Limits{})
+			fetch(t, "GET", p.URL+"/s")
+			later := time.Now().Add(time.Minute)
+			h.now = func() time.Time { return later }
+			o.Close()
+			resp, body := fetch(t, "GET", p.URL+"/s")
+			if gotStale := resp.StatusCode == 200 && body == "old"; gotStale != tc.wantStale {
+				t.Errorf("origin down: %d %q (stale wanted: %v)", resp.StatusCode, body, tc.wantStale)
+			}
+		})
+	}
+}

@@ -1,0 +1,175 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mure-dev/mure/internal/cache"
+	"github.com/mure-dev/mure/internal/cache/tier"
+	"github.com/mure-dev/mure/internal/service"
+)
+
+// Config configures a node's caching proxy.
+type Config struct {
+	// Addr is where the proxy listens (host:port).
+	Addr string
+	// Origins are the sites served; a request matching none is refused.
+	Origins []Origin
+	// Dir is the disk tier's directory ("" : memory only); the node gives
+	// DATA/cache.
+	Dir string
+	// MemoryBytes and DiskBytes bound the tiers (0: 64 MiB and 1 GiB).
+	MemoryBytes, DiskBytes int64
+	// NoHeuristic turns heuristic freshness off: responses without an
+	// explicit lifetime are then always validated.
+	NoHeuristic bool
+	// Limits bound origins and collapsed misses.
+	Limits Limits
+	// NoSync skips fsync in the disk tier (tests only).
+	NoSync bool
+	// Listen wraps the listener (TLS when the client ports speak it).
+	Listen func(net.Listener) net.Listener
+}
+
+// Service is the caching proxy as a node service ("proxy").
+type Service struct {
+	cfg Config
+
+	mu    sync.Mutex
+	h     *Handler
+	srv   *http.Server
+	addr  string
+	done  chan struct{}
+	tiers *tier.Tiers
+}
+
+// Status is the service's part of /status.
+type Status struct {
+	Addr    string     `json:"addr"`
+	Origins []string   `json:"origins"`
+	Tiers   tier.Stats `json:"tiers"`
+}
+
+// NewService checks cfg and returns the service.
+func NewService(cfg Config) (*Service, error) {
+	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
+		return nil, fmt.Errorf("proxy: --proxy %q: %w", cfg.Addr, err)
+	}
+	if _, err := newRouter(cfg.Origins); err != nil {
+		return nil, err
+	}
+	if cfg.MemoryBytes < 0 || cfg.DiskBytes < 0 {
+		return nil, errors.New("proxy: tier sizes must not be negative")
+	}
+	cfg.Limits.fill()
+	return &Service{cfg: cfg}, nil
+}
+
+// Name is "proxy".
+func (s *Service) Name() string { return "proxy" }
+
+// NewHandler builds the proxy's handler over open tiers (the service's
+// Start does; tests call it directly).
+func NewHandler(cfg Config, tiers *tier.Tiers, env service.Env) (*Handler, error) {
+	rt, err := newRouter(cfg.Origins)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Limits.fill()
+	policy := cache.DefaultPolicy()
+	policy.Heuristic = !cfg.NoHeuristic
+	h := &Handler{router: rt, policy: policy, tiers: tiers, transport: newTransport(cfg.Limits), flights: newFlights(cfg.Limits.CollapseMax),
+		metrics: newMetrics(), log: env.Logger, limits: cfg.Limits, now: time.Now}
+	h.bgCtx, h.bgStop = context.WithCancel(context.Background())
+	if env.Metrics != nil {
+		if err := h.metrics.register(env.Metrics, tiers); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// Start opens the tiers (indexing the disk tier again), listens and serves.
+func (s *Service) Start(_ context.Context, env service.Env) error {
+	tiers, err := tier.Open(tier.Config{MemoryBytes: s.cfg.MemoryBytes, Dir: s.cfg.Dir, DiskBytes: s.cfg.DiskBytes, NoSync: s.cfg.NoSync, Logger: env.Logger})
+	if err != nil {
+		return err
+	}
+	h, err := NewHandler(s.cfg, tiers, env)
+	if err != nil {
+		tiers.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		tiers.Close()
+		return fmt.Errorf("--proxy %s: %w", s.cfg.Addr, err)
+	}
+	if s.cfg.Listen != nil {
+		ln = s.cfg.Listen(ln)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	s.mu.Lock()
+	s.h, s.srv, s.tiers, s.addr, s.done = h, srv, tiers, ln.Addr().String(), make(chan struct{})
+	s.mu.Unlock()
+	go func() {
+		defer close(s.done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			env.Logger.Error("proxy server stopped", "err", err)
+		}
+	}()
+	env.Logger.Info("caching proxy listening", "addr", s.addr, "origins", len(s.cfg.Origins), "disk", s.cfg.Dir)
+	return nil
+}
+
+// Stop stops accepting requests, waits for those in flight (bounded by
+// ctx) and for background revalidations, and closes the tiers.
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	srv, done, h, tiers := s.srv, s.done, s.h, s.tiers
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		err = errors.Join(err, srv.Close())
+	}
+	<-done
+	h.Close()
+	tiers.Close()
+	return err
+}
+
+// Close stops the handler's background revalidations and waits for them.
+func (h *Handler) Close() {
+	h.bgStop()
+	h.bg.Wait()
+	h.transport.CloseIdleConnections()
+}
+
+// Status reports the address, the origins and the tiers' figures.
+func (s *Service) Status() any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Status{Addr: s.addr}
+	for _, o := range s.cfg.Origins {
+		st.Origins = append(st.Origins, o.String())
+	}
+	if s.tiers != nil {
+		st.Tiers = s.tiers.Stats()
+	}
+	return st
+}
+
+// Addr is the address the proxy listens on ("" before Start).
+func (s *Service) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
