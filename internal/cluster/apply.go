@@ -104,13 +104,19 @@ func (c *Cluster) proposeLocal(ctx context.Context, p proposal) (*meta.Result, e
 	if err != nil {
 		return nil, err
 	}
-	if res.Duplicate && res.File != nil {
+	retried := res.Duplicate && res.File != nil
+	if retried {
 		// A retried write whose first attempt may have lost its
 		// barrier: make sure no node — the proposer included, as for a
-		// first attempt — answers from an older state.
+		// first attempt — answers from an older state. The barrier runs
+		// even when this leader has leased no node: a leader just elected
+		// (the usual reason for a retry) has granted none yet, while nodes
+		// its predecessor leased may still answer for the state before
+		// the write until the invalidation wait is over; the barrier also
+		// settles a version its first attempt left pending.
 		res.Invalidated = c.leasedExcept(nil)
 	}
-	if res.Err == nil && len(res.Invalidated) > 0 && c.cfg.Barrier != nil {
+	if res.Err == nil && (len(res.Invalidated) > 0 || retried) && c.cfg.Barrier != nil {
 		if err := c.waitInvalidationReady(ctx); err != nil {
 			if errors.Is(err, ErrNoLeader) {
 				// Deposed after committing: the leases this node

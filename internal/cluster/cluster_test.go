@@ -32,6 +32,12 @@ func (s *seat) close() {
 // are seat i's state machine parts.
 func openSeats(t *testing.T, parts ...[]meta.Part) []*seat {
 	t.Helper()
+	return openSeatsWith(t, nil, parts...)
+}
+
+// openSeatsWith is openSeats with every seat's Config.Barrier set.
+func openSeatsWith(t *testing.T, barrier func(context.Context, *meta.Result) error, parts ...[]meta.Part) []*seat {
+	t.Helper()
 	key, err := transport.NewKey()
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +49,7 @@ func openSeats(t *testing.T, parts ...[]meta.Part) []*seat {
 			t.Fatal(err)
 		}
 		cfg := Config{NodeID: fmt.Sprint("n", i+1), Dir: t.TempDir(), HTTPAddr: "127.0.0.1:1", Mux: mux, Key: key,
-			Timing: FastTiming(), Parts: p, Load: func() Load { return Load{Connections: i} }}
+			Timing: FastTiming(), Parts: p, Load: func() Load { return Load{Connections: i} }, Barrier: barrier}
 		if i == 0 {
 			cfg.ClusterID, cfg.Bootstrap = "test-cluster", true
 		} else {
