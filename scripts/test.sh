@@ -18,6 +18,9 @@ command -v iptables >/dev/null || need+=(iptables)
 command -v losetup >/dev/null || need+=(mount)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 command -v fio >/dev/null || need+=(fio)
+# the WebDAV face's test suite (litmus) and the mount's (fusermount3)
+command -v litmus >/dev/null || need+=(litmus)
+command -v fusermount3 >/dev/null || need+=(fuse3)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null

@@ -54,6 +54,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	appsFlags(fs, &cfg)
 	s3Flags(fs, &cfg)
 	proxyCfg := proxyFlags(fs)
+	webdavFlags(fs, &cfg)
 	front := frontFlags(fs)
 	authDone := authFlags(fs, &cfg)
 	if err := fs.Parse(args); err != nil {

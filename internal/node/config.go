@@ -46,6 +46,10 @@ type Config struct {
 	// proxy) on its own listener; the node fills its disk directory
 	// (DATA/cache), NoSync and TLS.
 	Proxy *proxy.Config
+	// WebDAVAddr, when set, is where WebDAV listens (internal/files/webdav):
+	// the whole namespace as folders, Basic auth (TLS or loopback) or a
+	// bearer token, locks held in the cluster.
+	WebDAVAddr string
 	// PprofAddr, when set, serves Go's profiler (/debug/pprof/) there:
 	// keep it on a loopback address.
 	PprofAddr string

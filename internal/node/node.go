@@ -27,6 +27,7 @@ import (
 	"github.com/mure-dev/mure/internal/dsc"
 	"github.com/mure-dev/mure/internal/files"
 	"github.com/mure-dev/mure/internal/files/s3"
+	"github.com/mure-dev/mure/internal/files/webdav"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/meta"
@@ -67,6 +68,7 @@ type Node struct {
 	door      *frontdoor.Service // nil without a front door
 	s3        *s3.Service        // nil without --s3
 	proxy     *proxy.Service     // nil without --proxy
+	webdav    *webdav.Service    // nil without --webdav
 	single    *dsc.Service       // single-address mode only
 	monitor   *monitor.Service
 	mon       *monitorReader // what the monitor reads of this node
@@ -220,6 +222,12 @@ func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 		}
 		all = append(all, n.proxy)
 	}
+	if cfg.WebDAVAddr != "" {
+		if n.webdav, err = n.webdavService(); err != nil {
+			return nil, err
+		}
+		all = append(all, n.webdav)
+	}
 	if cfg.Front == nil {
 		return append(all, cfg.Extra...), nil
 	}
@@ -253,7 +261,7 @@ func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 // Parts returns the state machine's namespaces besides the core. Every
 // binary registers every one, whatever its configuration
 // (docs/decisions/0012-versioned-namespaces.md).
-func Parts() []meta.Part { return []meta.Part{auth.NewPart()} }
+func Parts() []meta.Part { return []meta.Part{auth.NewPart(), webdav.NewLockPart()} }
 
 func (n *Node) serve(srv *http.Server, ln net.Listener) {
 	n.wg.Add(1)
