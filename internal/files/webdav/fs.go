@@ -102,15 +102,30 @@ func (f *FS) allow(ctx context.Context, a auth.Action, k string) error {
 	return &os.PathError{Op: a.String(), Path: "/" + k, Err: fmt.Errorf("%w: %s may not %s %q", os.ErrPermission, p.Name(), a, k)}
 }
 
-// isDir reports whether the folder k exists: some key lies below it. A
-// folder this node knows is answered at once; one it does not is looked
-// for again after catching up with the leader (made through another node
-// a moment ago).
+// isDir reports whether the folder k exists: some key lies below it.
+// Exact (after catching up with the leader), a folder made or removed
+// through another node before the call is seen.
 func (f *FS) isDir(ctx context.Context, k string) (bool, error) {
+	return f.dirCheck(ctx, k, false)
+}
+
+// hasDir is isDir for a write's parent: a folder this node knows is
+// taken at once (one removed elsewhere a moment ago may be taken too: the
+// write then makes it again); one it does not know is looked for again
+// after catching up with the leader.
+func (f *FS) hasDir(ctx context.Context, k string) (bool, error) {
+	return f.dirCheck(ctx, k, true)
+}
+
+func (f *FS) dirCheck(ctx context.Context, k string, localFirst bool) (bool, error) {
 	if k == "" {
 		return true, nil
 	}
-	for _, consistent := range []bool{false, true} {
+	tries := []bool{true}
+	if localFirst {
+		tries = []bool{false, true}
+	}
+	for _, consistent := range tries {
 		page, err := f.files.List(ctx, files.ListOptions{Prefix: k + "/", Limit: 1, Consistent: consistent})
 		if err != nil {
 			return false, err
@@ -222,7 +237,7 @@ func (f *FS) placeable(ctx context.Context, name, k string) error {
 	if parent == "." {
 		return nil
 	}
-	ok, err := f.isDir(ctx, parent)
+	ok, err := f.hasDir(ctx, parent)
 	if err != nil {
 		return err
 	}
