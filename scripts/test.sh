@@ -39,6 +39,17 @@ if ! command -v aws >/dev/null || ! python3 -c 'import boto3' 2>/dev/null; then
     echo "could not install awscli and boto3: their S3 tests will skip" >&2
 fi
 
+# the caching proxy's conformance run: the cache-tests suite as npm ships
+# it, in .tools/cache-tests (node and npm from Debian when missing)
+if [ ! -f .tools/cache-tests/node_modules/http-cache-tests/cli.mjs ]; then
+  if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null || true
+  fi
+  mkdir -p .tools/cache-tests
+  (cd .tools/cache-tests && npm install --silent --no-audit --no-fund http-cache-tests@0.4.5 >/dev/null) ||
+    echo "could not install http-cache-tests: the proxy's conformance test will skip" >&2
+fi
+
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change: $unformatted" >&2

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -85,7 +86,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method != http.MethodGet && r.Method != http.MethodHead:
 		h.forwardUnsafe(w, r, o)
-	case r.Header.Get("Range") != "" || r.Header.Get("Upgrade") != "":
+	case r.Header.Get("Upgrade") != "":
 		h.metrics.requests.WithLabelValues(resultBypass).Inc()
 		h.pass(w, r, o, cache.Status{Fwd: cache.FwdBypass})
 	default:
@@ -126,6 +127,8 @@ func (h *Handler) serveCacheable(w http.ResponseWriter, r *http.Request, o *Orig
 		case cache.OnlyIfCached(r.Header):
 			h.gatewayTimeout(w)
 			return
+		case r.Header.Get("Range") != "":
+			// A range of a stale object: the origin answers it.
 		default:
 			h.validate(w, r, o, key, obj, d.Why)
 			return
@@ -133,6 +136,13 @@ func (h *Handler) serveCacheable(w http.ResponseWriter, r *http.Request, o *Orig
 	}
 	if cache.OnlyIfCached(r.Header) {
 		h.gatewayTimeout(w)
+		return
+	}
+	if r.Header.Get("Range") != "" {
+		// Ranges are answered from stored whole objects only; partial
+		// responses are not stored.
+		h.metrics.requests.WithLabelValues(resultBypass).Inc()
+		h.pass(w, r, o, cache.Status{Fwd: cache.FwdBypass, Detail: "range"})
 		return
 	}
 	fwd := cache.FwdURIMiss
@@ -191,6 +201,12 @@ func (h *Handler) writeStored(w http.ResponseWriter, r *http.Request, obj *tier.
 			hdr.Del(f)
 		}
 		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	if obj.Status == http.StatusOK && r.Header.Get("Range") != "" {
+		// net/http answers the range (and If-Range) from the whole body.
+		hdr.Del("Content-Length")
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(obj.Body))
 		return
 	}
 	hdr.Set("Content-Length", strconv.Itoa(len(obj.Body)))

@@ -37,7 +37,12 @@ func newOrigin(t *testing.T, h http.HandlerFunc) *origin {
 // proxyFor starts a proxy in front of the origin with its disk tier in dir.
 func proxyFor(t *testing.T, o *origin, dir string, lim Limits) (*httptest.Server, *Handler) {
 	t.Helper()
-	u, _ := url.Parse(o.URL)
+	return proxyForURL(t, o.URL, dir, lim)
+}
+
+func proxyForURL(t *testing.T, originURL, dir string, lim Limits) (*httptest.Server, *Handler) {
+	t.Helper()
+	u, _ := url.Parse(originURL)
 	tiers, err := tier.Open(tier.Config{Dir: dir, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -343,5 +348,30 @@ func TestStaleWhenOriginUnreachable(t *testing.T) {
 				t.Errorf("origin down: %d %q (stale wanted: %v)", resp.StatusCode, body, tc.wantStale)
 			}
 		})
+	}
+}
+
+func TestRangeFromStoredObject(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("ETag", `"r"`)
+		io.WriteString(w, "0123456789")
+	})
+	p, _ := proxyFor(t, o, t.TempDir(), Limits{})
+	resp, body := fetch(t, "GET", p.URL+"/r", "Range", "bytes=2-4")
+	// This origin ignores ranges: the proxy passes its answer through.
+	if resp.StatusCode != http.StatusOK || body != "0123456789" || !strings.Contains(resp.Header.Get("Cache-Status"), "bypass") {
+		t.Fatalf("range on a miss: %d %q %q", resp.StatusCode, body, resp.Header.Get("Cache-Status"))
+	}
+	fetch(t, "GET", p.URL+"/r")
+	tests := []struct{ rng, want string }{{"bytes=2-4", "234"}, {"bytes=7-", "789"}, {"bytes=-2", "89"}}
+	for _, tc := range tests {
+		resp, body := fetch(t, "GET", p.URL+"/r", "Range", tc.rng)
+		if resp.StatusCode != http.StatusPartialContent || body != tc.want || !strings.Contains(resp.Header.Get("Cache-Status"), "hit") {
+			t.Errorf("%s: %d %q %q", tc.rng, resp.StatusCode, body, resp.Header.Get("Cache-Status"))
+		}
+	}
+	if got := o.hits.Load(); got != 2 {
+		t.Errorf("%d origin fetches, want 2", got)
 	}
 }
