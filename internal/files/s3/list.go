@@ -145,7 +145,7 @@ func (h *Handler) collect(q *request, res *listResult, lq listQuery) (count int,
 			if key == BucketMarker || strings.HasPrefix(key, uploadsDir+"/") {
 				continue
 			}
-			o := object{Key: encode(key, enc), LastModified: f.Modified.UTC().Format(time.RFC3339Nano), ETag: f.ETag, Size: f.Size, StorageClass: "STANDARD"}
+			o := object{Key: encode(key, enc), LastModified: f.Modified.UTC().Format(time.RFC3339Nano), ETag: etagOf(f), Size: f.Size, StorageClass: "STANDARD"}
 			if lq.fetchOwner {
 				o.Owner = &owner{ID: "mure", DisplayName: "mure"}
 			}

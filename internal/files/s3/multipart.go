@@ -20,8 +20,8 @@ import (
 )
 
 // Multipart uploads (decision 0021). An upload is a hidden folder of its
-// bucket, BUCKET/.s3uploads/ID/: the file "key" holds the object's key,
-// part N is the file "NNNNN" and its MD5 (its ETag) the file "NNNNN.md5",
+// bucket, BUCKET/.s3uploads/ID/: the file "key" holds the object's key
+// and, as its attributes, the object's metadata given at creation; part N is the file "NNNNN" and its MD5 (its ETag) the file "NNNNN.md5",
 // written once the part is stored (a part without it is not there yet).
 // Completing streams the parts, in
 // order, into one Put of the object and removes the folder: the object
@@ -71,8 +71,13 @@ func (h *Handler) createUpload(q *request) {
 	if !h.needBucket(q) {
 		return
 	}
+	attrs, err := attrsOf(q.r)
+	if err != nil {
+		q.fail(err)
+		return
+	}
 	id := newUploadID()
-	_, err := h.files.Put(q.r.Context(), q.uploadDir(id)+"key", strings.NewReader(q.key), files.PutOptions{Forwarding: q.forward, Size: int64(len(q.key))})
+	_, err = h.files.Put(q.r.Context(), q.uploadDir(id)+"key", strings.NewReader(q.key), files.PutOptions{Forwarding: q.forward, Size: int64(len(q.key)), Attrs: attrs})
 	if err != nil {
 		q.fail(err)
 		return
@@ -80,32 +85,33 @@ func (h *Handler) createUpload(q *request) {
 	writeXML(q, initiateResult{NS: s3NS, Bucket: q.bucket, Key: q.key, UploadID: id})
 }
 
-// checkUpload fails the request unless the upload exists for its key.
-func (h *Handler) checkUpload(q *request, id string) bool {
+// checkUpload fails the request unless the upload exists for its key;
+// it returns the object's metadata given at the upload's creation.
+func (h *Handler) checkUpload(q *request, id string) (files.Attrs, bool) {
 	if !validUploadID(id) {
 		q.fail(noSuchUpload(id))
-		return false
+		return files.Attrs{}, false
 	}
 	rd, err := h.files.Open(q.r.Context(), q.uploadDir(id)+"key", files.OpenOptions{Forwarding: q.forward})
 	if errors.Is(err, files.ErrNotFound) {
 		q.fail(noSuchUpload(id))
-		return false
+		return files.Attrs{}, false
 	}
 	if err != nil {
 		q.fail(err)
-		return false
+		return files.Attrs{}, false
 	}
 	defer rd.Close()
 	key, err := io.ReadAll(io.LimitReader(rd, 2048))
 	if err != nil {
 		q.fail(err)
-		return false
+		return files.Attrs{}, false
 	}
 	if string(key) != q.key {
 		q.fail(errorf(http.StatusBadRequest, CodeInvalidRequest, "upload %s is for the key %q, not %q", id, key, q.key))
-		return false
+		return files.Attrs{}, false
 	}
-	return true
+	return rd.Info().Attrs, true
 }
 
 // part is one stored part of an upload.
@@ -180,7 +186,7 @@ func (h *Handler) uploadPart(q *request, id string) {
 		q.fail(errorf(http.StatusBadRequest, CodeInvalidArgument, "Part number must be an integer between 1 and %d, inclusive", maxParts))
 		return
 	}
-	if !h.checkUpload(q, id) {
+	if _, ok := h.checkUpload(q, id); !ok {
 		return
 	}
 	var src io.Reader
@@ -286,7 +292,8 @@ func (h *Handler) completeUpload(q *request, id string) {
 		q.fail(errorf(http.StatusBadRequest, CodeMalformedXML, "The XML you provided was not well-formed or did not validate against our published schema (it must list at least one part): %v", err))
 		return
 	}
-	if !h.checkUpload(q, id) {
+	attrs, ok := h.checkUpload(q, id)
+	if !ok {
 		return
 	}
 	stored, err := h.parts(q.r.Context(), q.uploadDir(id), q.forward)
@@ -324,16 +331,16 @@ func (h *Handler) completeUpload(q *request, id string) {
 		sums.Write(raw)
 		total += p.size
 	}
-	etag := fmt.Sprintf(`"%x-%d"`, md5.Sum(sums.Bytes()), len(chosen))
+	attrs.PartsETag = fmt.Sprintf(`"%x-%d"`, md5.Sum(sums.Bytes()), len(chosen))
 	body := &partsReader{ctx: q.r.Context(), files: h.files, parts: chosen, fwd: q.forward}
-	_, err = h.files.Put(q.r.Context(), q.path(), body, files.PutOptions{Forwarding: q.forward, Size: total})
+	_, err = h.files.Put(q.r.Context(), q.path(), body, files.PutOptions{Forwarding: q.forward, Size: total, Attrs: attrs})
 	body.close()
 	if err != nil {
 		q.fail(err)
 		return
 	}
 	h.removeUpload(q, id)
-	writeXML(q, completeResult{NS: s3NS, Location: "/" + q.path(), Bucket: q.bucket, Key: q.key, ETag: etag})
+	writeXML(q, completeResult{NS: s3NS, Location: "/" + q.path(), Bucket: q.bucket, Key: q.key, ETag: attrs.PartsETag})
 }
 
 // partsReader streams parts in order, each opened when the one before
@@ -411,7 +418,7 @@ func (h *Handler) abortUpload(q *request, id string) {
 		q.fail(err)
 		return
 	}
-	if !h.checkUpload(q, id) {
+	if _, ok := h.checkUpload(q, id); !ok {
 		return
 	}
 	h.removeUpload(q, id)
@@ -441,7 +448,7 @@ func (h *Handler) listParts(q *request, id string) {
 		q.fail(err)
 		return
 	}
-	if !h.checkUpload(q, id) {
+	if _, ok := h.checkUpload(q, id); !ok {
 		return
 	}
 	ps, err := h.parts(q.r.Context(), q.uploadDir(id), q.forward)

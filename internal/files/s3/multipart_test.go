@@ -36,7 +36,8 @@ func TestS3Multipart(t *testing.T) {
 	// through node 2, returning the upload ID and the parts' ETags.
 	upload := func(t *testing.T, k string, parts ...[]byte) (string, []string) {
 		t.Helper()
-		cu, err := s.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String(k)})
+		cu, err := s.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String(k),
+			ContentType: aws.String("video/mp4"), Metadata: map[string]string{"take": "2"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,6 +94,10 @@ func TestS3Multipart(t *testing.T) {
 		got, err := other.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String("big.bin")})
 		if data := readAll(t, got, err); data != string(p1)+string(p2) {
 			t.Fatalf("assembled object: %d bytes, want %d", len(data), len(p1)+len(p2))
+		}
+		// The metadata given at creation, and the ETag of the completion.
+		if aws.ToString(got.ETag) != want || aws.ToString(got.ContentType) != "video/mp4" || got.Metadata["take"] != "2" {
+			t.Fatalf("assembled object: ETag %s type %s metadata %v", aws.ToString(got.ETag), aws.ToString(got.ContentType), got.Metadata)
 		}
 		if _, err := s.ListParts(ctx, &s3.ListPartsInput{Bucket: b, Key: aws.String("big.bin"), UploadId: aws.String(id)}); code(err) != "NoSuchUpload" {
 			t.Fatalf("the upload outlived its completion: %v", err)

@@ -17,27 +17,27 @@ import (
 func (q *request) path() string { return q.bucket + "/" + q.key }
 
 // condOf turns If-Match / If-None-Match on a write into the file API's
-// condition: an ETag of this face is the file's version.
-func condOf(r *http.Request) (files.Cond, error) {
+// condition. An S3 ETag (an MD5) names content, not a version: If-Match
+// holds when the current object's ETag is the one given, and the write
+// then requires that version, so a write in between still fails it.
+func (h *Handler) condOf(q *request) (files.Cond, error) {
 	var c files.Cond
-	if m := r.Header.Get("If-Match"); m != "" {
-		v, ok := versionOf(m)
-		if !ok {
-			return c, errorf(http.StatusPreconditionFailed, CodePreconditionFailed, "If-Match %s is not an ETag of this store", m)
-		}
-		c.IfMatch = v
-	}
-	if r.Header.Get("If-None-Match") == "*" {
+	if q.r.Header.Get("If-None-Match") == "*" {
 		c.IfNoneMatch = true
 	}
+	m := q.r.Header.Get("If-Match")
+	if m == "" {
+		return c, nil
+	}
+	info, err := h.files.Stat(q.r.Context(), q.path(), files.OpenOptions{Forwarding: q.forward})
+	if err != nil {
+		return c, err // NoSuchKey when there is no object: S3's answer
+	}
+	if !etagMatch(m, etagOf(info)) && !etagMatch(m, info.ETag) {
+		return c, errorf(http.StatusPreconditionFailed, CodePreconditionFailed, "If-Match %s: the object's ETag is %s", m, etagOf(info))
+	}
+	c.IfMatch = info.Version
 	return c, nil
-}
-
-// versionOf reads the version from an ETag of this face.
-func versionOf(etag string) (uint64, bool) {
-	s := strings.Trim(strings.TrimSpace(etag), `"`)
-	v, err := strconv.ParseUint(s, 10, 64)
-	return v, err == nil && v > 0
 }
 
 func (h *Handler) putObject(q *request) {
@@ -48,7 +48,12 @@ func (h *Handler) putObject(q *request) {
 	if !h.needBucket(q) {
 		return
 	}
-	cond, err := condOf(q.r)
+	attrs, err := attrsOf(q.r)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	cond, err := h.condOf(q)
 	if err != nil {
 		q.fail(err)
 		return
@@ -58,7 +63,7 @@ func (h *Handler) putObject(q *request) {
 		q.fail(err)
 		return
 	}
-	info, err := h.files.Put(q.r.Context(), q.path(), b, files.PutOptions{Forwarding: q.forward, Size: size, Cond: cond})
+	info, err := h.files.Put(q.r.Context(), q.path(), b, files.PutOptions{Forwarding: q.forward, Size: size, Cond: cond, Attrs: attrs})
 	if b.failed != nil {
 		q.fail(b.failed)
 		return
@@ -67,7 +72,7 @@ func (h *Handler) putObject(q *request) {
 		q.fail(err)
 		return
 	}
-	q.w.Header().Set("ETag", info.ETag)
+	q.w.Header().Set("ETag", etagOf(info))
 	q.w.WriteHeader(http.StatusOK)
 }
 
@@ -75,7 +80,7 @@ func (h *Handler) putObject(q *request) {
 // false when it answered.
 func conditional(q *request, info files.Info) bool {
 	r := q.r
-	etag := info.ETag
+	etag := etagOf(info)
 	mod := info.Modified.Truncate(time.Second)
 	if m := r.Header.Get("If-Match"); m != "" && !etagMatch(m, etag) {
 		q.fail(errorf(http.StatusPreconditionFailed, CodePreconditionFailed, "If-Match %s: the object's ETag is %s", m, etag))
@@ -135,11 +140,9 @@ func (h *Handler) getObject(q *request) {
 		return
 	}
 	hd := q.w.Header()
-	hd.Set("ETag", info.ETag)
+	hd.Set("ETag", etagOf(info))
 	hd.Set("Accept-Ranges", "bytes")
-	if hd.Get("Content-Type") == "" {
-		hd.Set("Content-Type", "binary/octet-stream")
-	}
+	setAttrHeaders(q, info)
 	// The conditions are answered; ServeContent serves the range.
 	for _, c := range []string{"If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "If-Range"} {
 		q.r.Header.Del(c)
@@ -220,26 +223,74 @@ func (h *Handler) copyObject(q *request) {
 	if !h.needBucket(q) {
 		return
 	}
-	var o files.CopyOptions
-	o.Forwarding = q.forward
-	if m := q.r.Header.Get("X-Amz-Copy-Source-If-Match"); m != "" {
-		v, ok := versionOf(m)
-		if !ok {
-			q.fail(errorf(http.StatusPreconditionFailed, CodePreconditionFailed, "x-amz-copy-source-if-match %s is not an ETag of this store", m))
-			return
-		}
-		o.SourceVersion = v
-	}
-	if d := q.r.Header.Get("X-Amz-Metadata-Directive"); d == "REPLACE" {
-		q.fail(errorf(http.StatusNotImplemented, CodeNotImplemented, "x-amz-metadata-directive REPLACE: this store keeps no user metadata yet"))
+	from, err := h.files.Stat(q.r.Context(), src, files.OpenOptions{Forwarding: q.forward})
+	if err != nil {
+		q.fail(err)
 		return
 	}
+	if err := copyConditions(q.r, from); err != nil {
+		q.fail(err)
+		return
+	}
+	attrs, err := copyAttrs(q, src, from)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	// The version judged is the version copied: a write in between fails
+	// the copy rather than copying what was not judged.
+	o := files.CopyOptions{Forwarding: q.forward, SourceVersion: from.Version, Attrs: &attrs}
 	info, err := h.files.Copy(q.r.Context(), src, q.path(), o)
 	if err != nil {
 		q.fail(err)
 		return
 	}
-	writeXML(q, copyResult{ETag: info.ETag, LastModified: info.Modified.UTC().Format(time.RFC3339Nano)})
+	writeXML(q, copyResult{ETag: etagOf(info), LastModified: info.Modified.UTC().Format(time.RFC3339Nano)})
+}
+
+// copyConditions checks x-amz-copy-source-if-* against the source.
+func copyConditions(r *http.Request, from files.Info) error {
+	etag, mod := etagOf(from), from.Modified.Truncate(time.Second)
+	fail := func(format string, args ...any) error {
+		return errorf(http.StatusPreconditionFailed, CodePreconditionFailed, format, args...)
+	}
+	m := r.Header.Get("X-Amz-Copy-Source-If-Match")
+	if m != "" && !etagMatch(m, etag) && !etagMatch(m, from.ETag) {
+		return fail("x-amz-copy-source-if-match %s: the source's ETag is %s", m, etag)
+	}
+	if n := r.Header.Get("X-Amz-Copy-Source-If-None-Match"); n != "" && etagMatch(n, etag) {
+		return fail("x-amz-copy-source-if-none-match %s: the source's ETag is that", n)
+	}
+	if s := r.Header.Get("X-Amz-Copy-Source-If-Unmodified-Since"); s != "" && m == "" {
+		if t, err := http.ParseTime(s); err == nil && mod.After(t) {
+			return fail("the source was modified at %s, after x-amz-copy-source-if-unmodified-since", mod.Format(http.TimeFormat))
+		}
+	}
+	if s := r.Header.Get("X-Amz-Copy-Source-If-Modified-Since"); s != "" && r.Header.Get("X-Amz-Copy-Source-If-None-Match") == "" {
+		if t, err := http.ParseTime(s); err == nil && !mod.After(t) {
+			return fail("the source was not modified since %s (x-amz-copy-source-if-modified-since)", s)
+		}
+	}
+	return nil
+}
+
+// copyAttrs is the metadata of a copy: the source's (x-amz-metadata-directive
+// COPY, the default) or the request's (REPLACE). A copy is one piece, so
+// its ETag is its MD5 even when the source was assembled from parts.
+func copyAttrs(q *request, src string, from files.Info) (files.Attrs, error) {
+	switch d := q.r.Header.Get("X-Amz-Metadata-Directive"); d {
+	case "", "COPY":
+		if src == q.path() {
+			return files.Attrs{}, errorf(http.StatusBadRequest, CodeInvalidRequest, "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata (use x-amz-metadata-directive REPLACE).")
+		}
+		a := from.Attrs.Clone()
+		a.PartsETag = ""
+		return a, nil
+	case "REPLACE":
+		return attrsOf(q.r)
+	default:
+		return files.Attrs{}, errorf(http.StatusBadRequest, CodeInvalidArgument, "x-amz-metadata-directive %q: COPY or REPLACE", d)
+	}
 }
 
 type deleteRequest struct {
