@@ -9,7 +9,7 @@
 // # Layout
 //
 //	<dir>/LOCK                       flock(2)ed while a Store is open
-//	<dir>/tmp/                       staging area; emptied by Open
+//	<dir>/tmp/<hh>/                  staging, by the path's hh; emptied by Open
 //	<dir>/blobs/<hh>/<H>/<id>        content: exactly the bytes written
 //	<dir>/blobs/<hh>/<H>/<id>.meta   sidecar describing <id>
 //	<dir>/quarantine/<H>-<id>[.meta] blobs that failed a check (kept for

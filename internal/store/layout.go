@@ -12,7 +12,7 @@ import (
 // On-disk layout (see doc.go):
 //
 //	<dir>/LOCK                        flock(2)ed while the store is open
-//	<dir>/tmp/                        staging area, wiped at Open
+//	<dir>/tmp/<hh>/                   staging, by the path's hh; wiped at Open
 //	<dir>/blobs/<hh>/<H>/<id>         blob content, exactly the bytes written
 //	<dir>/blobs/<hh>/<H>/<id>.meta    sidecar: path, id, size, sha256
 //	<dir>/quarantine/<H>-<id>[.meta]  blobs that failed a check, kept for inspection

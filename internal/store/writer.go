@@ -51,7 +51,7 @@ func (s *Store) Create(path, id string) (*Writer, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("store: create %q/%s: %w", path, id, ErrClosed)
 	}
-	f, err := s.fs.CreateTemp(s.tmp, "blob-*")
+	f, err := s.createTemp(s.locate(path), "blob-*")
 	if err != nil {
 		return nil, wrapErr("create", path, id, err)
 	}
