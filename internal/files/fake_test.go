@@ -46,6 +46,10 @@ type fakeCluster struct {
 	// noV3 refuses a commit with an MD5 or attributes, as a cluster with
 	// a voter older than core v3 does.
 	noV3 bool
+	// lostAnswers makes every Apply lose its first answer: the command is
+	// applied, then re-sent and applied again, as cluster.Apply retries,
+	// and the second result is returned.
+	lostAnswers bool
 }
 
 func newFakeCluster(t *testing.T, ids ...string) *fakeCluster {
@@ -125,6 +129,9 @@ func (s *fakeSeat) CatchUp(ctx context.Context) error               { return nil
 func (s *fakeSeat) Apply(ctx context.Context, cmd meta.Command) (*meta.Result, error) {
 	if cmd.Take && s.c.noTake || (cmd.MD5 != "" || cmd.Attrs != nil) && s.c.noV3 {
 		return nil, fmt.Errorf("fake: %w", meta.ErrUnsupported)
+	}
+	if s.c.lostAnswers {
+		s.c.apply(cmd)
 	}
 	return s.c.apply(cmd), nil
 }

@@ -58,7 +58,7 @@ func (s *Service) putTaking(ctx context.Context, path string, cur *meta.File, bo
 		return Info{}, nil, true, s.stateError(ctx, path, res.Err)
 	}
 	if res.Duplicate {
-		s.st.Remove(path, blob.ID)
+		s.dropUnlessCommitted(path, blob, res)
 		return duplicate(res.File, res.Version), nil, true, nil
 	}
 	s.metrics.writes.Inc()

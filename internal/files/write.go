@@ -102,7 +102,7 @@ func (s *Service) Put(ctx context.Context, path string, body io.Reader, o PutOpt
 		return Info{}, s.stateError(ctx, path, res.Err)
 	}
 	if res.Duplicate {
-		s.st.Remove(path, blob.ID)
+		s.dropUnlessCommitted(path, blob, res)
 		return duplicate(res.File, res.Version), nil
 	}
 	s.metrics.writes.Inc()
@@ -152,6 +152,18 @@ func duplicate(cur *meta.File, version uint64) Info {
 		info.Path = cur.Path
 	}
 	return info
+}
+
+// dropUnlessCommitted removes blob, stored for a commit the state machine
+// answered as a duplicate, unless that commit may be the one that
+// committed it: the cluster re-sends a commit whose answer was lost, with
+// the same blob, and the duplicate's version is then this blob (with
+// durability=local, its only copy). A blob of a version already replaced
+// may be either; garbage collection takes it once no version needs it.
+func (s *Service) dropUnlessCommitted(path string, blob store.Info, res *meta.Result) {
+	if res.File != nil && res.File.Version == res.Version && res.File.BlobID != blob.ID {
+		s.st.Remove(path, blob.ID)
+	}
 }
 
 // settledDuplicate answers a write found already applied (version v),
