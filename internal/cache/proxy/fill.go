@@ -203,14 +203,19 @@ func (h *Handler) forwardUnsafe(w http.ResponseWriter, r *http.Request, o *Origi
 	}
 	defer x.close()
 	target := &url.URL{Scheme: "http", Host: r.Host, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	var rm removal
 	for _, u := range cache.Invalidated(r.Method, target, x.resp.StatusCode, cache.Header(x.resp.Header)) {
 		pu, err := url.Parse(u)
 		if err != nil {
 			continue
 		}
 		if dest := h.router.route(pu.Host, pu.Path); dest != nil {
-			h.tiers.Remove(dest.name() + " " + pu.RequestURI())
+			rm.Keys = append(rm.Keys, dest.name()+" "+pu.RequestURI())
 		}
+	}
+	if len(rm.Keys) > 0 {
+		h.removeLocal(rm)
+		h.broadcast(rm)
 	}
 	h.metrics.requests.WithLabelValues(resultBypass).Inc()
 	h.stream(w, r, x, nil, cache.Status{Fwd: cache.FwdMethod, FwdStatus: x.resp.StatusCode})

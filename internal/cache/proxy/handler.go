@@ -29,6 +29,7 @@ type Handler struct {
 	log       *slog.Logger
 	limits    Limits
 	now       func() time.Time
+	share     *Sharing // nil: this node's cache alone
 
 	bgCtx  context.Context
 	bgStop context.CancelFunc
@@ -74,7 +75,11 @@ func (l *Limits) fill() {
 
 // ServeHTTP routes a request to its origin, through the cache for GET and
 // HEAD, straight (invalidating what it changes) for other methods.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.serve(w, r, false) }
+
+// serve answers a request; owner is true when another node relayed it
+// here as the key's owner (it is then never relayed again).
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, owner bool) {
 	o := h.router.route(r.Host, r.URL.Path)
 	if o == nil {
 		h.metrics.requests.WithLabelValues(resultRefused).Inc()
@@ -90,7 +95,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.metrics.requests.WithLabelValues(resultBypass).Inc()
 		h.pass(w, r, o, cache.Status{Fwd: cache.FwdBypass})
 	default:
-		h.serveCacheable(w, r, o, key)
+		h.serveCacheable(w, r, o, key, owner)
 	}
 }
 
@@ -107,10 +112,18 @@ func (h *Handler) lookup(key string, req http.Header) (*tier.Meta, bool) {
 	return best, len(vs) > 0
 }
 
-func (h *Handler) serveCacheable(w http.ResponseWriter, r *http.Request, o *Origin, key string) {
+func (h *Handler) serveCacheable(w http.ResponseWriter, r *http.Request, o *Origin, key string, owner bool) {
 	meta, any := h.lookup(key, r.Header)
+	var d cache.Decision
 	if meta != nil {
-		d := h.policy.Decide(r.Header, meta.Stored(), h.now())
+		d = h.policy.Decide(r.Header, meta.Stored(), h.now())
+	}
+	if !owner && h.share != nil && (meta == nil || d.Action == cache.Validate) && !cache.OnlyIfCached(r.Header) {
+		if p, self := h.share.Ring.Owner(key); !self && h.relay(w, r, p) == nil {
+			return
+		}
+	}
+	if meta != nil {
 		obj, err := h.tiers.Get(meta)
 		switch {
 		case err != nil:

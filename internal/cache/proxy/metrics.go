@@ -16,6 +16,7 @@ const (
 	resultBypass      = "bypass"
 	resultRefused     = "refused"
 	resultError       = "error"
+	resultPeer        = "peer"
 )
 
 // metrics are the proxy's collectors (mure_cache_*).
@@ -29,7 +30,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	return &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Subsystem: "cache", Name: "requests_total",
-			Help: "Requests to the caching proxy by result: hit, stale (served stale), revalidated (304 from the origin), miss, collapsed (waited for another request's fetch), bypass (not cacheable), refused (unknown Host), error."}, []string{"result"}),
+			Help: "Requests to the caching proxy by result: hit, stale (served stale), revalidated (304 from the origin), miss, collapsed (waited for another request's fetch), bypass (not cacheable), refused (unknown Host), error, peer (relayed from the key's owner node)."}, []string{"result"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Subsystem: "cache", Name: "served_bytes_total",
 			Help: "Body bytes the proxy sent to clients, from the cache or from the origin."}, []string{"from"}),
 		fetches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "mure", Subsystem: "cache", Name: "origin_fetches_total",

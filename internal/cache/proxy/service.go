@@ -34,6 +34,11 @@ type Config struct {
 	NoSync bool
 	// Listen wraps the listener (TLS when the client ports speak it).
 	Listen func(net.Listener) net.Listener
+	// Alone keeps this node's cache to itself: no key owners, no relay.
+	Alone bool
+	// Sharing, when set, is used instead of the one Start builds from the
+	// cluster seat (tests).
+	Sharing *Sharing
 }
 
 // Service is the caching proxy as a node service ("proxy").
@@ -84,7 +89,7 @@ func NewHandler(cfg Config, tiers *tier.Tiers, env service.Env) (*Handler, error
 	policy := cache.DefaultPolicy()
 	policy.Heuristic = !cfg.NoHeuristic
 	h := &Handler{router: rt, policy: policy, tiers: tiers, transport: newTransport(cfg.Limits), flights: newFlights(cfg.Limits.CollapseMax),
-		metrics: newMetrics(), log: env.Logger, limits: cfg.Limits, now: time.Now}
+		metrics: newMetrics(), log: env.Logger, limits: cfg.Limits, now: time.Now, share: cfg.Sharing}
 	h.bgCtx, h.bgStop = context.WithCancel(context.Background())
 	if env.Metrics != nil {
 		if err := h.metrics.register(env.Metrics, tiers); err != nil {
@@ -96,6 +101,18 @@ func NewHandler(cfg Config, tiers *tier.Tiers, env service.Env) (*Handler, error
 
 // Start opens the tiers (indexing the disk tier again), listens and serves.
 func (s *Service) Start(_ context.Context, env service.Env) error {
+	if !s.cfg.Alone && s.cfg.Sharing == nil && env.Cluster != nil {
+		c := env.Cluster
+		s.cfg.Sharing = &Sharing{Client: c.PeerClient, Ring: NewMemberRing(env.NodeID, func() []Peer {
+			var out []Peer
+			for _, m := range c.Members() {
+				if m.PeerAddr != "" && c.Alive(m.ID) {
+					out = append(out, Peer{ID: m.ID, Addr: m.PeerAddr})
+				}
+			}
+			return out
+		}, 500*time.Millisecond)}
+	}
 	tiers, err := tier.Open(tier.Config{MemoryBytes: s.cfg.MemoryBytes, Dir: s.cfg.Dir, DiskBytes: s.cfg.DiskBytes, NoSync: s.cfg.NoSync, Logger: env.Logger})
 	if err != nil {
 		return err
@@ -109,6 +126,10 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 	if err != nil {
 		tiers.Close()
 		return fmt.Errorf("--proxy %s: %w", s.cfg.Addr, err)
+	}
+	if env.PeerRoutes != nil {
+		env.PeerRoutes.HandleFunc("GET "+peerFetchRoute, h.ServePeerFetch)
+		env.PeerRoutes.HandleFunc("POST "+peerRemoveRoute, h.ServePeerRemove)
 	}
 	if s.cfg.Listen != nil {
 		ln = s.cfg.Listen(ln)

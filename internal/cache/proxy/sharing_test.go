@@ -1,0 +1,115 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/mure-dev/mure/internal/cache/tier"
+	"github.com/mure-dev/mure/internal/service"
+)
+
+func TestRendezvousMovesAFewKeys(t *testing.T) {
+	peers := func(n int) []Peer {
+		var out []Peer
+		for i := range n {
+			out = append(out, Peer{ID: fmt.Sprintf("node%d", i)})
+		}
+		return out
+	}
+	const keys = 20000
+	for _, n := range []int{3, 5} {
+		t.Run(fmt.Sprintf("%d to %d nodes", n, n+1), func(t *testing.T) {
+			before, after := peers(n), peers(n+1)
+			moved, count := 0, map[string]int{}
+			for i := range keys {
+				k := fmt.Sprintf("_ /object/%d", i)
+				a, b := Rendezvous(k, before), Rendezvous(k, after)
+				count[a.ID]++
+				if a != b {
+					moved++
+					if b.ID != after[n].ID {
+						t.Fatalf("key %s moved between old nodes (%s → %s)", k, a.ID, b.ID)
+					}
+				}
+			}
+			want := keys / (n + 1)
+			if moved < want*8/10 || moved > want*12/10 {
+				t.Errorf("%d keys moved, want about %d (1/%d)", moved, want, n+1)
+			}
+			for id, c := range count {
+				if c < keys/n*8/10 || c > keys/n*12/10 {
+					t.Errorf("%s owns %d keys of %d, want about %d", id, c, keys, keys/n)
+				}
+			}
+		})
+	}
+}
+
+// fixedRing owns every key on one peer.
+type fixedRing struct{ self, owner Peer; others []Peer }
+
+func (r fixedRing) Owner(string) (Peer, bool) { return r.owner, r.owner == r.self }
+func (r fixedRing) Others() []Peer           { return r.others }
+
+// TestRelayThroughOwner: two proxies, the second owning every key; a miss
+// on the first is fetched through the second, so the origin sees one
+// fetch for both, and a POST through the first removes the owner's copy.
+func TestRelayThroughOwner(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=600")
+		io.WriteString(w, "from origin "+r.Method)
+	})
+	u, _ := url.Parse(o.URL)
+	var peerSrv [2]*httptest.Server
+	var handlers [2]*Handler
+	peerMux := [2]*http.ServeMux{http.NewServeMux(), http.NewServeMux()}
+	for i := range 2 {
+		peerSrv[i] = httptest.NewServer(peerMux[i])
+		t.Cleanup(peerSrv[i].Close)
+	}
+	addr := func(i int) string { return strings.TrimPrefix(peerSrv[i].URL, "http://") }
+	self := [2]Peer{{"a", addr(0)}, {"b", addr(1)}}
+	var front [2]*httptest.Server
+	for i := range 2 {
+		tiers, err := tier.Open(tier.Config{Dir: t.TempDir(), NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ring := fixedRing{self: self[i], owner: self[1], others: []Peer{self[1-i]}}
+		h, err := NewHandler(Config{Origins: []Origin{{URL: u}}, Sharing: &Sharing{Ring: ring, Client: func() *http.Client { return http.DefaultClient }}},
+			tiers, service.Env{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		peerMux[i].HandleFunc("GET "+peerFetchRoute, h.ServePeerFetch)
+		peerMux[i].HandleFunc("POST "+peerRemoveRoute, h.ServePeerRemove)
+		handlers[i] = h
+		front[i] = httptest.NewServer(h)
+		t.Cleanup(func() { front[i].Close(); h.Close(); tiers.Close() })
+	}
+	resp, body := fetch(t, "GET", front[0].URL+"/x")
+	if body != "from origin GET" || !strings.Contains(resp.Header.Get("Cache-Status"), "detail=owner-b") {
+		t.Fatalf("relayed miss: %q %q", body, resp.Header.Get("Cache-Status"))
+	}
+	resp, body = fetch(t, "GET", front[1].URL+"/x")
+	if body != "from origin GET" || !strings.HasPrefix(resp.Header.Get("Cache-Status"), "mure; hit") {
+		t.Fatalf("owner's own request: %q %q", body, resp.Header.Get("Cache-Status"))
+	}
+	if n := o.hits.Load(); n != 1 {
+		t.Fatalf("origin saw %d fetches, want 1", n)
+	}
+	if st := handlers[0].tiers.Stats(); st.Objects != 0 {
+		t.Errorf("the non-owner stored a copy: %+v", st)
+	}
+	fetch(t, "POST", front[0].URL+"/x")
+	handlers[0].bg.Wait()
+	if st := handlers[1].tiers.Stats(); st.Objects != 0 {
+		t.Errorf("the owner kept an object a POST invalidated: %+v", st)
+	}
+}
