@@ -52,10 +52,13 @@ func TestRendezvousMovesAFewKeys(t *testing.T) {
 }
 
 // fixedRing owns every key on one peer.
-type fixedRing struct{ self, owner Peer; others []Peer }
+type fixedRing struct {
+	self, owner Peer
+	others      []Peer
+}
 
 func (r fixedRing) Owner(string) (Peer, bool) { return r.owner, r.owner == r.self }
-func (r fixedRing) Others() []Peer           { return r.others }
+func (r fixedRing) Others() []Peer            { return r.others }
 
 // TestRelayThroughOwner: two proxies, the second owning every key; a miss
 // on the first is fetched through the second, so the origin sees one
