@@ -1,0 +1,133 @@
+//go:build linux
+
+package holder
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// nobody is an unprivileged account present on every Debian system.
+const nobody = 65534
+
+func startHolder(t *testing.T, script string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the holder switches accounts: run as root")
+	}
+	dir := t.TempDir()
+	if err := WriteSpec(dir, Spec{ID: "t1", Argv: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin", "TERM=xterm"},
+		Dir: "/", UID: nobody, GID: nobody, Size: Size{Cols: 40, Rows: 10}, Scrollback: 100}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, dir) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("the holder did not end")
+		}
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if c, err := Control(ctx, dir); err == nil {
+			c.Close()
+			return dir
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the holder did not open its socket")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// readUntil reads frames until the screen or output holds want.
+func readUntil(t *testing.T, c *Conn, want string) string {
+	t.Helper()
+	var seen strings.Builder
+	_ = c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for !strings.Contains(seen.String(), want) {
+		typ, p, err := c.Next()
+		if err != nil {
+			t.Fatalf("want %q, read %q then %v", want, seen.String(), err)
+		}
+		if typ == FrameScreen || typ == FrameOutput {
+			seen.Write(p)
+		}
+	}
+	return seen.String()
+}
+
+func TestAttachSeesScreenThenOutput(t *testing.T) {
+	dir := startHolder(t, `id -u; echo ready; read line; echo "got $line"; sleep 30`)
+	ctx := context.Background()
+	a, err := Attach(ctx, dir, Size{Cols: 40, Rows: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, a, "ready")
+	a.Close()
+
+	// A second client, later: the first frame is the screen with what was
+	// written before it came.
+	b, err := Attach(ctx, dir, Size{Cols: 30, Rows: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	typ, p, err := b.Next()
+	if err != nil || typ != FrameScreen {
+		t.Fatalf("first frame %q %v", typ, err)
+	}
+	if !strings.Contains(string(p), "65534") || !strings.Contains(string(p), "ready") {
+		t.Fatalf("screen %q lacks the uid and 'ready'", p)
+	}
+	if err := b.Input([]byte("hello\r")); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, b, "got hello")
+
+	c, err := Control(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Clients != 1 || st.Size != (Size{Cols: 30, Rows: 8}) {
+		t.Fatalf("status %+v: want one client of 30x8 (the smallest wins)", st)
+	}
+	if err := c.Kill("test"); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		typ, _, err := b.Next()
+		if err != nil {
+			t.Fatalf("no exit frame: %v", err)
+		}
+		if typ == FrameExit {
+			break
+		}
+	}
+	if e, ok := ReadExit(dir); !ok || e.Error != "test" {
+		t.Fatalf("exit record %+v %v", e, ok)
+	}
+}
+
+func TestRefusesPrivilegedAccounts(t *testing.T) {
+	for _, uid := range []uint32{0, uint32(os.Geteuid())} {
+		s := Spec{ID: "x", Argv: []string{"/bin/true"}, UID: uid, GID: nobody}
+		if err := s.validate(); err == nil {
+			t.Errorf("uid %d accepted", uid)
+		}
+	}
+}
