@@ -56,6 +56,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	proxyCfg := proxyFlags(fs)
 	webdavFlags(fs, &cfg)
 	front := frontFlags(fs)
+	sessionsDone := sessionFlags(fs, &cfg)
 	authDone := authFlags(fs, &cfg)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -92,6 +93,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.Front = front()
 	cfg.Proxy = proxyCfg()
+	sessionsDone()
 	cfg.Key = os.Getenv("MURE_KEY")
 	if keyFile != "" {
 		b, err := os.ReadFile(keyFile)

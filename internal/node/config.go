@@ -10,6 +10,7 @@ import (
 	"github.com/mure-dev/mure/internal/cache/proxy"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/frontdoor"
+	"github.com/mure-dev/mure/internal/sessions"
 	"github.com/mure-dev/mure/internal/store"
 )
 
@@ -115,6 +116,10 @@ type Config struct {
 	// CGIMaxRunning bounds those running at once (0: 4 per core).
 	CGINice, CGIMaxRunning int
 	Apps                   []apps.Proxy
+	// Sessions are the persistent sessions this node offers
+	// (docs/sessions.md): kinds, accounts, limits. Dir is filled by the
+	// node (DATA/sessions).
+	Sessions sessions.Config
 	// Front, when set, gives this node a front door (docs/dispatch.md): it
 	// opens Front.Addr whenever it holds the dispatcher role. Key and
 	// Logger are filled by the node.

@@ -18,6 +18,7 @@ import (
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/files/filehttp"
 	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/sessions/sessionhttp"
 )
 
 func discardLog() *log.Logger { return log.New(io.Discard, "", 0) }
@@ -45,8 +46,10 @@ func (n *Node) clientHandler() http.Handler {
 	// The peer API is not limited: a client request waiting on a peer
 	// while that peer's requests wait here would deadlock.
 	// The dashboard and its history have their own budget (the monitor's):
-	// an overloaded node still draws its graphs.
-	exempt := append(slices.Clone(admission.DefaultExempt), "/history", "/ui/")
+	// an overloaded node still draws its graphs. An attached terminal or a
+	// session's web app holds its request open: the connection limit
+	// bounds those, not the admission slots.
+	exempt := append(slices.Clone(admission.DefaultExempt), "/history", "/ui/", sessionhttp.AttachPrefix, sessionhttp.WebPrefix)
 	lim := admission.New(admission.Config{MaxInFlight: n.cfg.MaxInFlight, MaxQueue: n.cfg.MaxQueue, Exempt: exempt}, n.reg)
 	n.admission = lim // the front's reads take its slots too
 	wlim := admission.New(admission.Config{MaxInFlight: cmp.Or(n.cfg.MaxWriteInFlight, DefaultMaxWriteInFlight),

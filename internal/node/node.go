@@ -33,6 +33,8 @@ import (
 	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/monitor"
 	"github.com/mure-dev/mure/internal/service"
+	"github.com/mure-dev/mure/internal/sessions"
+	"github.com/mure-dev/mure/internal/sessions/sessionhttp"
 	"github.com/mure-dev/mure/internal/store"
 	"github.com/mure-dev/mure/internal/transport"
 )
@@ -206,10 +208,16 @@ func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	sc := cfg.Sessions
+	sc.Dir = filepath.Join(cfg.DataDir, "sessions")
+	sess, err := sessionhttp.NewService(sc)
+	if err != nil {
+		return nil, err
+	}
 	// The monitor after the API: it stops first, ending the dashboard's
 	// event streams before the API's server waits for its requests.
 	n.monitor = n.monitorService()
-	all := []Service{n.files, a, n.api, n.monitor}
+	all := []Service{n.files, a, sess, n.api, n.monitor}
 	if cfg.S3Addr != "" {
 		if n.s3, err = n.s3Service(); err != nil {
 			return nil, err
@@ -261,7 +269,9 @@ func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 // Parts returns the state machine's namespaces besides the core. Every
 // binary registers every one, whatever its configuration
 // (docs/decisions/0012-versioned-namespaces.md).
-func Parts() []meta.Part { return []meta.Part{auth.NewPart(), webdav.NewLockPart()} }
+func Parts() []meta.Part {
+	return []meta.Part{auth.NewPart(), webdav.NewLockPart(), sessions.NewPart()}
+}
 
 func (n *Node) serve(srv *http.Server, ln net.Listener) {
 	n.wg.Add(1)

@@ -1,0 +1,21 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/mure-dev/mure/internal/sessions/holder"
+)
+
+func init() {
+	register("session-holder", "(internal) hold one session's terminal: started by a node as mure session-holder DIR", runHolder)
+}
+
+func runHolder(ctx context.Context, args []string, _, stderr io.Writer) error {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "usage: mure session-holder DIR (started by a node, not by hand)")
+		return errUsage
+	}
+	return holder.Run(ctx, args[0])
+}

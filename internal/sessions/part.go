@@ -1,0 +1,199 @@
+package sessions
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mure-dev/mure/internal/meta"
+)
+
+// NS is the sessions' namespace in the replicated state; Version the
+// highest op version this binary applies (docs/decisions/0012).
+const (
+	NS      = "sessions"
+	Version = 1
+)
+
+// Op kinds of the sessions namespace (version 1).
+const (
+	OpAdd    = "add"
+	OpSet    = "set"
+	OpDelete = "delete"
+)
+
+// States of a session record.
+const (
+	// StateRunning: its holder runs on Node.
+	StateRunning = "running"
+	// StateStarting: Node is to start it (a restart elsewhere).
+	StateStarting = "starting"
+	// StateLost: its node died, or its holder was gone when the node came
+	// back; only kill removes it.
+	StateLost = "lost"
+)
+
+// Session is a session's record in the replicated state: every node
+// knows where each session lives.
+type Session struct {
+	ID       string    `json:"id"`
+	User     string    `json:"user"`
+	Kind     string    `json:"kind"`
+	Node     string    `json:"node"`
+	State    string    `json:"state"`
+	Created  time.Time `json:"created"`
+	Restarts int       `json:"restarts,omitempty"`
+}
+
+// Move is a change of a session's node or state.
+type Move struct {
+	ID    string `json:"id"`
+	Node  string `json:"node"`
+	State string `json:"state"`
+	// Restarted counts one more restart.
+	Restarted bool `json:"restarted,omitempty"`
+}
+
+func op(kind string, body any) meta.Op {
+	b, _ := json.Marshal(body) // plain structs: Marshal does not fail
+	return meta.Op{NS: NS, V: Version, Kind: kind, Body: b}
+}
+
+// AddOp records a new session; it fails if the ID is taken.
+func AddOp(s Session) meta.Op { return op(OpAdd, s) }
+
+// SetOp changes a session's node or state.
+func SetOp(m Move) meta.Op { return op(OpSet, m) }
+
+// DeleteOp removes a session's record.
+func DeleteOp(id string) meta.Op { return op(OpDelete, Session{ID: id}) }
+
+// Part is the sessions' records; like every meta.Part it is deterministic
+// and used under the FSM's lock (FSM.ReadPart to read).
+type Part struct {
+	byID map[string]*Session
+}
+
+// NewPart returns an empty part.
+func NewPart() *Part { return &Part{byID: map[string]*Session{}} }
+
+// Namespace implements meta.Part.
+func (p *Part) Namespace() string { return NS }
+
+// Version implements meta.Part.
+func (p *Part) Version() int { return Version }
+
+// Apply implements meta.Part.
+func (p *Part) Apply(_ uint64, o meta.Op) *meta.Result {
+	if err := p.apply(o); err != nil {
+		return &meta.Result{Err: fmt.Errorf("sessions %s: %w", o.Kind, err)}
+	}
+	return &meta.Result{}
+}
+
+func (p *Part) apply(o meta.Op) error {
+	var s Move
+	var rec Session
+	var err error
+	if o.Kind == OpSet {
+		err = json.Unmarshal(o.Body, &s)
+	} else {
+		err = json.Unmarshal(o.Body, &rec)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", meta.ErrBadCommand, err)
+	}
+	switch o.Kind {
+	case OpAdd:
+		if rec.ID == "" || rec.User == "" || rec.Node == "" || rec.Kind == "" {
+			return fmt.Errorf("%w: a session needs an id, a user, a kind and a node", meta.ErrBadCommand)
+		}
+		if _, ok := p.byID[rec.ID]; ok {
+			return fmt.Errorf("%w: session %s exists", meta.ErrPrecondition, rec.ID)
+		}
+		p.byID[rec.ID] = &rec
+	case OpSet:
+		old, ok := p.byID[s.ID]
+		if !ok {
+			return fmt.Errorf("%w: session %s", meta.ErrNotFound, s.ID)
+		}
+		n := *old
+		n.Node, n.State = s.Node, s.State
+		if s.Restarted {
+			n.Restarts++
+		}
+		p.byID[s.ID] = &n
+	case OpDelete:
+		if _, ok := p.byID[rec.ID]; !ok {
+			return fmt.Errorf("%w: session %s", meta.ErrNotFound, rec.ID)
+		}
+		delete(p.byID, rec.ID)
+	default:
+		return fmt.Errorf("%w: sessions has no op %q", meta.ErrBadCommand, o.Kind)
+	}
+	return nil
+}
+
+// Get returns a session's record.
+func (p *Part) Get(id string) (Session, bool) {
+	s, ok := p.byID[id]
+	if !ok {
+		return Session{}, false
+	}
+	return *s, true
+}
+
+// All returns every record, by ID.
+func (p *Part) All() []Session {
+	out := make([]Session, 0, len(p.byID))
+	for _, id := range slices.Sorted(maps.Keys(p.byID)) {
+		out = append(out, *p.byID[id])
+	}
+	return out
+}
+
+// Snapshot implements meta.Part.
+func (p *Part) Snapshot() ([]byte, error) {
+	if len(p.byID) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(p.All())
+}
+
+// Restore implements meta.Part.
+func (p *Part) Restore(section []byte) error {
+	p.byID = map[string]*Session{}
+	if section == nil {
+		return nil
+	}
+	var all []Session
+	if err := json.Unmarshal(section, &all); err != nil {
+		return fmt.Errorf("sessions snapshot: %w", err)
+	}
+	for i := range all {
+		p.byID[all[i].ID] = &all[i]
+	}
+	return nil
+}
+
+// Read returns the records in fsm (none if the part is not registered).
+func Read(fsm *meta.FSM) (all []Session) {
+	fsm.ReadPart(NS, func(mp meta.Part) { all = mp.(*Part).All() })
+	return all
+}
+
+// Lookup returns one record in fsm.
+func Lookup(fsm *meta.FSM, id string) (s Session, ok bool) {
+	fsm.ReadPart(NS, func(mp meta.Part) { s, ok = mp.(*Part).Get(id) })
+	return s, ok
+}
+
+// errWire tells a proposer's sentinel apart (meta.Result errors cross
+// nodes as text with meta's kinds).
+func isNotFound(err error) bool {
+	return errors.Is(err, meta.ErrNotFound) || err != nil && strings.Contains(err.Error(), "not found")
+}

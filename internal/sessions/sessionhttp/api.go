@@ -1,0 +1,203 @@
+package sessionhttp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/mure-dev/mure/internal/api"
+	"github.com/mure-dev/mure/internal/auth/authhttp"
+	"github.com/mure-dev/mure/internal/sessions"
+	"github.com/mure-dev/mure/internal/sessions/holder"
+)
+
+// Paths of the client API that hold a connection open (an attached
+// terminal, a web app's requests): the node's admission limit does not
+// count them (its connection limit does).
+const (
+	AttachPrefix = "/attach/"
+	WebPrefix    = "/web/"
+)
+
+func (s *Service) routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /sessions", s.handleNew)
+	mux.HandleFunc("GET /sessions", s.handleList)
+	mux.HandleFunc("GET /sessions/{id}", s.handleGet)
+	mux.HandleFunc("DELETE /sessions/{id}", s.handleKill)
+	mux.HandleFunc("GET "+AttachPrefix+"{id}", s.handleAttach)
+	mux.HandleFunc(WebPrefix+"{id}/", s.handleWeb)
+}
+
+// NewRequest is the body of POST /sessions.
+type NewRequest struct {
+	// Kind is the session's kind (default "shell").
+	Kind string `json:"kind,omitempty"`
+	// Cols and Rows are the terminal's first size (default 80x24).
+	Cols uint16 `json:"cols,omitempty"`
+	Rows uint16 `json:"rows,omitempty"`
+	// Node starts the session on that node (default: the node asked).
+	Node string `json:"node,omitempty"`
+}
+
+// View is a session as the API shows it.
+type View struct {
+	sessions.Session
+	AgeSeconds  int64   `json:"age_seconds"`
+	IdleSeconds int64   `json:"idle_seconds"`
+	MemoryBytes int64   `json:"memory_bytes"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	Processes   int     `json:"processes"`
+	Clients     int     `json:"clients"`
+	// Web is the path of a web session's app.
+	Web string `json:"web,omitempty"`
+}
+
+// caller is the authenticated user and whether it is an admin.
+func caller(w http.ResponseWriter, r *http.Request) (string, bool, bool) {
+	p, ok := authhttp.PrincipalFrom(r.Context())
+	if !ok || p.User == "" {
+		writeErr(w, fmt.Errorf("%w: a session belongs to a user and runs as that user's account; this node serves without authentication (--auth=false), or the caller is anonymous", sessions.ErrNoUser))
+		return "", false, false
+	}
+	return p.User, p.Admin, true
+}
+
+func (s *Service) handleNew(w http.ResponseWriter, r *http.Request) {
+	user, _, ok := caller(w, r)
+	if !ok {
+		return
+	}
+	var req NewRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+		writeErr(w, fmt.Errorf("%w: the body must be JSON like {\"kind\":\"shell\",\"cols\":80,\"rows\":24}: %v", sessions.ErrBadRequest, err))
+		return
+	}
+	if req.Node != "" && req.Node != s.m.NodeID() {
+		s.forward(w, r, req.Node, http.MethodPost, "/peer/sessions", user, req)
+		return
+	}
+	s.startHere(w, r, user, req)
+}
+
+func (s *Service) startHere(w http.ResponseWriter, r *http.Request, user string, req NewRequest) {
+	size, err := parseSize(req.Cols, req.Rows)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	sess, err := s.m.Start(r.Context(), user, req.Kind, size)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	api.JSON(w, http.StatusCreated, s.view(sess, nil))
+}
+
+// parseSize checks a terminal size: 0x0 means the default.
+func parseSize(cols, rows uint16) (holder.Size, error) {
+	if cols == 0 && rows == 0 {
+		return holder.Size{Cols: 80, Rows: 24}, nil
+	}
+	if cols == 0 || rows == 0 || cols > holder.MaxCols || rows > holder.MaxRows {
+		return holder.Size{}, fmt.Errorf("%w: a terminal is 1-%d columns by 1-%d rows, not %dx%d",
+			sessions.ErrBadRequest, holder.MaxCols, holder.MaxRows, cols, rows)
+	}
+	return holder.Size{Cols: cols, Rows: rows}, nil
+}
+
+func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
+	user, admin, ok := caller(w, r)
+	if !ok {
+		return
+	}
+	var mine []sessions.Session
+	for _, sess := range s.m.Records() {
+		if sess.User == user || admin && r.URL.Query().Get("all") != "" {
+			mine = append(mine, sess)
+		}
+	}
+	stats := s.stats(r, mine)
+	out := make([]View, 0, len(mine))
+	for _, sess := range mine {
+		out = append(out, s.view(sess, stats))
+	}
+	api.JSON(w, http.StatusOK, out)
+}
+
+// own returns the caller's session id, answering 404 for another's.
+func (s *Service) own(w http.ResponseWriter, r *http.Request, adminToo bool) (sessions.Session, string, bool) {
+	user, admin, ok := caller(w, r)
+	if !ok {
+		return sessions.Session{}, "", false
+	}
+	sess, found := s.m.Record(r.PathValue("id"))
+	if !found || sess.User != user && !(adminToo && admin) {
+		writeErr(w, fmt.Errorf("%w: %s (yours are listed by mure session ls)", sessions.ErrNotFound, r.PathValue("id")))
+		return sessions.Session{}, "", false
+	}
+	return sess, user, true
+}
+
+func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
+	sess, _, ok := s.own(w, r, true)
+	if !ok {
+		return
+	}
+	api.JSON(w, http.StatusOK, s.view(sess, s.stats(r, []sessions.Session{sess})))
+}
+
+func (s *Service) handleKill(w http.ResponseWriter, r *http.Request) {
+	sess, user, ok := s.own(w, r, true)
+	if !ok {
+		return
+	}
+	if sess.Node != s.m.NodeID() && sess.State != sessions.StateLost && s.cl.Alive(sess.Node) {
+		s.forward(w, r, sess.Node, http.MethodDelete, "/peer/sessions/"+sess.ID, user, nil)
+		return
+	}
+	if err := s.m.Kill(r.Context(), sess.ID, "killed by "+user); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// view adds a session's figures to its record. A running session whose
+// node is not alive shows as lost at once.
+func (s *Service) view(sess sessions.Session, stats map[string]holder.Status) View {
+	v := View{Session: sess, AgeSeconds: int64(time.Since(sess.Created).Seconds())}
+	if sess.State == sessions.StateRunning && !s.cl.Alive(sess.Node) {
+		v.State = sessions.StateLost
+	}
+	if st, ok := stats[sess.ID]; ok {
+		v.MemoryBytes, v.CPUSeconds, v.Processes, v.Clients = st.MemoryBytes, st.CPUSeconds, st.Processes, st.Clients
+		if !st.LastActive.IsZero() {
+			v.IdleSeconds = int64(time.Since(st.LastActive).Seconds())
+		}
+	}
+	if k, ok := s.m.Kind(sess.Kind); ok && k.Type == sessions.TypeWeb {
+		v.Web = sessions.WebPrefix(sess.ID)
+	}
+	return v
+}
+
+// writeErr answers err as the JSON error envelope.
+func writeErr(w http.ResponseWriter, err error) {
+	status, code := http.StatusInternalServerError, api.CodeInternal
+	switch {
+	case errors.Is(err, sessions.ErrNotFound):
+		status, code = http.StatusNotFound, api.CodeNotFound
+	case errors.Is(err, sessions.ErrBadRequest), errors.Is(err, sessions.ErrUnknownKind):
+		status, code = http.StatusBadRequest, api.CodeBadRequest
+	case errors.Is(err, sessions.ErrNoUser):
+		status, code = http.StatusUnauthorized, api.CodeUnauthorized
+	case errors.Is(err, sessions.ErrNoAccount), errors.Is(err, sessions.ErrPrivileged), errors.Is(err, sessions.ErrCannotSwitch):
+		status, code = http.StatusConflict, api.CodeConflict
+	case errors.Is(err, holder.ErrGone):
+		status, code = http.StatusNotFound, api.CodeNotFound
+	}
+	api.Error(w, status, code, err.Error())
+}

@@ -1,0 +1,138 @@
+package sessionhttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mure-dev/mure/internal/api"
+	"github.com/mure-dev/mure/internal/sessions"
+	"github.com/mure-dev/mure/internal/sessions/holder"
+)
+
+// userHeader names the user a peer request acts for; the entry node
+// authenticated it (the peer port admits only holders of the cluster key).
+const userHeader = "X-Mure-Session-User"
+
+func (s *Service) peerRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /peer/sessions", s.peerNew)
+	mux.HandleFunc("DELETE /peer/sessions/{id}", s.peerKill)
+	mux.HandleFunc("GET /peer/sessions/stats", s.peerStats)
+	mux.HandleFunc("GET /peer/attach/{id}", s.peerAttach)
+	mux.HandleFunc("/peer/web/{id}/", s.peerWeb)
+}
+
+func (s *Service) peerNew(w http.ResponseWriter, r *http.Request) {
+	var req NewRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil {
+		writeErr(w, fmt.Errorf("%w: %v", sessions.ErrBadRequest, err))
+		return
+	}
+	s.startHere(w, r, r.Header.Get(userHeader), req)
+}
+
+func (s *Service) peerKill(w http.ResponseWriter, r *http.Request) {
+	if err := s.m.Kill(r.Context(), r.PathValue("id"), "killed by "+r.Header.Get(userHeader)); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Service) peerStats(w http.ResponseWriter, _ *http.Request) {
+	api.JSON(w, http.StatusOK, s.m.Stats())
+}
+
+// peerAddr is a node's peer address.
+func (s *Service) peerAddr(node string) (string, error) {
+	for _, m := range s.cl.Members() {
+		if m.ID == node && m.PeerAddr != "" {
+			return m.PeerAddr, nil
+		}
+	}
+	return "", fmt.Errorf("node %s is not known to this node", node)
+}
+
+// forward makes the request on node's peer API and relays the answer.
+func (s *Service) forward(w http.ResponseWriter, r *http.Request, node, method, path, user string, body any) {
+	addr, err := s.peerAddr(node)
+	if err != nil {
+		api.Error(w, http.StatusBadGateway, api.CodeBadGateway, err.Error())
+		return
+	}
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(r.Context(), method, "http://"+addr+path, rd)
+	if err != nil {
+		api.Error(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
+		return
+	}
+	req.Header.Set(userHeader, user)
+	resp, err := s.peer.Do(req)
+	if err != nil {
+		api.Error(w, http.StatusBadGateway, api.CodeBadGateway, fmt.Sprintf("node %s (%s) could not be reached: %v", node, addr, err))
+		return
+	}
+	defer resp.Body.Close()
+	for _, h := range []string{"Content-Type", "X-Content-Type-Options"} {
+		if v := resp.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
+
+// statsWait bounds how long a listing waits for another node's figures.
+const statsWait = time.Second
+
+// stats gathers the figures of the nodes that run sessions of list: this
+// node's own, and each other live node's over the peer port (a node that
+// does not answer in time shows zeros).
+func (s *Service) stats(r *http.Request, list []sessions.Session) map[string]holder.Status {
+	out := s.m.Stats()
+	nodes := map[string]bool{}
+	for _, sess := range list {
+		if sess.Node != s.m.NodeID() && s.cl.Alive(sess.Node) {
+			nodes[sess.Node] = true
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(r.Context(), statsWait)
+	defer cancel()
+	for n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addr, err := s.peerAddr(n)
+			if err != nil {
+				return
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/peer/sessions/stats", nil)
+			resp, err := s.peer.Do(req)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			var st map[string]holder.Status
+			if json.NewDecoder(resp.Body).Decode(&st) == nil {
+				mu.Lock()
+				for id, v := range st {
+					out[id] = v
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
