@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"strings"
+	"time"
 
 	"github.com/mure-dev/mure/internal/node"
 	"github.com/mure-dev/mure/internal/sessions"
@@ -15,6 +16,8 @@ func sessionFlags(fs *flag.FlagSet, cfg *node.Config) func() {
 		"offer a session kind: `'NAME TYPE [idle=D] [warn=D] [restart=elsewhere] [memory=SIZE] [cpus=N] [processes=N] [-- COMMAND ARGS...]'`, TYPE shell, command or web (repeatable; 'shell' is always offered; docs/sessions.md)")
 	fs.StringVar(&cfg.Sessions.AccountPrefix, "session-account-prefix", sessions.DefaultAccountPrefix,
 		"a user's sessions run as the Unix account PREFIX+user (create it on every node: useradd -m PREFIXalice)")
+	fs.DurationVar(&cfg.Sessions.LostAfter, "session-lost-after", 5*time.Second,
+		"a node dead this long has its sessions marked lost, or restarted elsewhere for kinds with restart=elsewhere")
 	limits := fs.Bool("session-limits", true, "enforce the kinds' memory, CPU and process limits with cgroups where this node can create them")
 	return func() {
 		if *limits {

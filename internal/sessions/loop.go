@@ -133,7 +133,7 @@ func (m *Manager) cull(l *local, st holder.Status) {
 	case idle >= k.warnAt() && !l.warned:
 		l.warned = true
 		m.notice(l.dir, fmt.Sprintf("mure: this session has been idle for %v and will be ended in %v unless it is used",
-			idle.Round(time.Second), (k.Idle - idle).Round(time.Second)))
+			idle.Round(time.Second), (k.Idle-idle).Round(time.Second)))
 	case idle < k.warnAt():
 		l.warned = false
 	}
