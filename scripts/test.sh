@@ -21,6 +21,10 @@ command -v fio >/dev/null || need+=(fio)
 # the WebDAV face's test suite (litmus) and the mount's (fusermount3)
 command -v litmus >/dev/null || need+=(litmus)
 command -v fusermount3 >/dev/null || need+=(fuse3)
+# persistent sessions: real terminals (tmux), accounts (useradd), python3
+command -v tmux >/dev/null || need+=(tmux)
+command -v useradd >/dev/null || need+=(passwd)
+command -v python3 >/dev/null || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null

@@ -66,15 +66,20 @@ var kindName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 //	NAME TYPE [idle=DURATION] [warn=DURATION] [restart=elsewhere]
 //	     [memory=SIZE] [cpus=N] [processes=N] [-- COMMAND ARGS...]
 //
-// e.g. "edit command idle=2h memory=512MiB -- /usr/bin/vi". Words are
-// split on spaces (no quoting).
+// e.g. "edit command idle=2h memory=512MiB -- /usr/bin/vi". The command's
+// words are split on spaces, with '...' and "..." quoting as in a shell
+// (no escapes, no expansion).
 func ParseKind(s string) (Kind, error) {
 	head, cmd, _ := strings.Cut(s, " -- ")
 	f := strings.Fields(head)
 	if len(f) < 2 {
 		return Kind{}, fmt.Errorf("session kind %q: want NAME TYPE [option=value...] [-- COMMAND ARGS...]", s)
 	}
-	k := Kind{Name: f[0], Type: f[1], Command: strings.Fields(cmd)}
+	words, err := splitWords(cmd)
+	if err != nil {
+		return Kind{}, fmt.Errorf("session kind %s: command: %w", f[0], err)
+	}
+	k := Kind{Name: f[0], Type: f[1], Command: words}
 	for _, opt := range f[2:] {
 		key, v, ok := strings.Cut(opt, "=")
 		if !ok {
@@ -134,4 +139,41 @@ func (k Kind) warnAt() time.Duration {
 		w = k.Idle / 10
 	}
 	return max(k.Idle-w, 0)
+}
+
+// splitWords splits s on spaces, keeping quoted runs ('...' or "...")
+// together without their quotes.
+func splitWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	for _, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unclosed %c", quote)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
 }

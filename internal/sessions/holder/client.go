@@ -127,7 +127,7 @@ func Spawn(ctx context.Context, argv []string, dir string) error {
 	deadline := time.Now().Add(readyWait)
 	for {
 		if e, ok := ReadExit(dir); ok {
-			return fmt.Errorf("the session did not start: %s", e.Error)
+			return startFailed(e)
 		}
 		if c, err := Control(ctx, dir); err == nil {
 			c.Close()
@@ -136,7 +136,7 @@ func Spawn(ctx context.Context, argv []string, dir string) error {
 		select {
 		case <-exited:
 			if e, ok := ReadExit(dir); ok {
-				return fmt.Errorf("the session did not start: %s", e.Error)
+				return startFailed(e)
 			}
 			return fmt.Errorf("the session holder exited at once (see %s)", filepath.Join(dir, LogFile))
 		case <-ctx.Done():
@@ -147,4 +147,11 @@ func Spawn(ctx context.Context, argv []string, dir string) error {
 			return fmt.Errorf("the session holder did not open its socket within %v (see %s)", readyWait, filepath.Join(dir, LogFile))
 		}
 	}
+}
+
+func startFailed(e Exit) error {
+	if e.Error != "" {
+		return fmt.Errorf("the session did not start: %s", e.Error)
+	}
+	return fmt.Errorf("the session's program exited at once, with status %d", e.Code)
 }

@@ -1,0 +1,325 @@
+//go:build linux
+
+package systest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mure-dev/mure/client"
+	"github.com/mure-dev/mure/internal/testcluster"
+)
+
+// sessionUser is a mure user with a Unix account of its own (mure-NAME)
+// and a token, made for one test and removed after it.
+type sessionUser struct {
+	name, account, token string
+}
+
+// needSessions skips unless this test may create Unix accounts and drive
+// a terminal (root, useradd, tmux: scripts/test.sh installs tmux).
+func needSessions(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("sessions run as their user's own Unix account: the test creates accounts and needs root")
+	}
+	for _, prog := range []string{"useradd", "userdel", "tmux"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			t.Skipf("%s is not installed (scripts/test.sh installs tmux)", prog)
+		}
+	}
+}
+
+func randName(prefix string) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// addSessionUser makes a mure user, its token and its Unix account.
+func addSessionUser(t *testing.T, c *client.Client) sessionUser {
+	t.Helper()
+	ctx := context.Background()
+	u := sessionUser{name: randName("st")}
+	u.account = "mure-" + u.name
+	if out, err := exec.Command("useradd", "-m", "-s", "/bin/bash", u.account).CombinedOutput(); err != nil {
+		t.Fatalf("useradd %s: %v: %s", u.account, err, out)
+	}
+	t.Cleanup(func() {
+		_ = exec.Command("pkill", "-KILL", "-u", u.account).Run()
+		if out, err := exec.Command("userdel", "-r", "-f", u.account).CombinedOutput(); err != nil {
+			t.Logf("userdel %s: %v: %s", u.account, err, out)
+		}
+	})
+	if _, err := c.AddUser(ctx, client.UserChange{Name: u.name}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c.CreateToken(ctx, u.name, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.token = tok.Token
+	return u
+}
+
+// killHolders ends every holder left in the nodes' data directories (a
+// failed test's sessions).
+func killHolders(pc *testcluster.ProcCluster, n int) {
+	for i := 0; i < n; i++ {
+		pids, _ := filepath.Glob(filepath.Join(pc.Dir(i), "sessions", "*", "pid"))
+		for _, f := range pids {
+			b, _ := os.ReadFile(f)
+			if pid, err := strconv.Atoi(string(b)); err == nil && pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// mureCLI runs the mure binary as user u against node addr.
+func mureCLI(t *testing.T, bin, addr string, u sessionUser, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "MURE_NODE="+addr, "MURE_TOKEN="+u.token)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// tmux drives real terminals on a private server.
+type tmux struct {
+	t    *testing.T
+	sock string
+}
+
+func newTmux(t *testing.T) *tmux {
+	tm := &tmux{t: t, sock: randName("mure-test-")}
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", tm.sock, "kill-server").Run() })
+	return tm
+}
+
+func (tm *tmux) run(args ...string) string {
+	tm.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", tm.sock}, args...)...).CombinedOutput()
+	if err != nil {
+		tm.t.Fatalf("tmux %v: %v: %s", args, err, out)
+	}
+	return string(out)
+}
+
+// attach opens window name running mure session attach as u through addr.
+func (tm *tmux) attach(name, bin, addr string, u sessionUser, id string) {
+	cmd := "env MURE_NODE=" + addr + " MURE_TOKEN=" + u.token + " " + bin + " session attach " + id + "; sleep 60"
+	if out, err := exec.Command("tmux", "-L", tm.sock, "has-session").CombinedOutput(); err != nil || strings.Contains(string(out), "no server") {
+		tm.run("new-session", "-d", "-s", name, "-x", "80", "-y", "24", cmd)
+		return
+	}
+	tm.run("new-session", "-d", "-s", name, "-x", "80", "-y", "24", cmd)
+}
+
+func (tm *tmux) screen(name string) string { return tm.run("capture-pane", "-p", "-t", name) }
+
+// waitScreen polls window name's screen until it holds want.
+func (tm *tmux) waitScreen(name, want string) string {
+	tm.t.Helper()
+	var s string
+	testcluster.WaitFor(tm.t, 10*time.Second, "screen of "+name+" to show "+want, func() bool {
+		s = tm.screen(name)
+		return strings.Contains(s, want)
+	})
+	return s
+}
+
+func sessionsOf(t *testing.T, bin, addr string, u sessionUser) []client.Session {
+	t.Helper()
+	out, err := mureCLI(t, bin, addr, u, "session", "ls", "--json")
+	if err != nil {
+		t.Fatalf("mure session ls: %v: %s", err, out)
+	}
+	var list []client.Session
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("ls --json: %v: %s", err, out)
+	}
+	return list
+}
+
+// TestSessions drives real terminals (tmux) attached with the CLI to a
+// three-node process cluster: a session keeps running while no client is
+// attached, is resumed through another node with what it wrote
+// meanwhile, survives its node's mure being killed and restarted, runs
+// as its user's own account, and is refused to another user.
+func TestSessions(t *testing.T) {
+	needSessions(t)
+	// A program that tries to start 30 processes, for the limit of 8: a
+	// file the session's account can read.
+	forks := filepath.Join(os.TempDir(), randName("mure-forks-")+".py")
+	if err := os.WriteFile(forks, []byte(forksPy), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(forks) })
+	pc := testcluster.StartProc(t, 3, "--session-lost-after", "2s",
+		"--session-kind", "quiet command idle=4s warn=3s -- /bin/sh -c 'sleep 600'",
+		"--session-kind", "busy command idle=4s cpus=0.05 -- /bin/sh -c 'while :; do :; done'",
+		"--session-kind", "few command processes=8 -- /usr/bin/python3 "+forks)
+	t.Cleanup(func() { killHolders(pc, 3) })
+	bin := testcluster.BuildBinary(t)
+	admin := pc.Client(0)
+	alice, bob := addSessionUser(t, admin), addSessionUser(t, admin)
+	tm := newTmux(t)
+
+	out, err := mureCLI(t, bin, pc.HTTPAddr(0), alice, "session", "new", "--json")
+	if err != nil {
+		t.Fatalf("session new: %v: %s", err, out)
+	}
+	var s client.Session
+	if err := json.Unmarshal([]byte(out), &s); err != nil || s.ID == "" || s.Node != pc.ID(0) {
+		t.Fatalf("session new answered %s (%v): want an id on node %s", out, err, pc.ID(0))
+	}
+
+	t.Run("resume through another node", func(t *testing.T) {
+		tm.attach("a", bin, pc.HTTPAddr(0), alice, s.ID)
+		tm.waitScreen("a", "$")
+		tm.run("send-keys", "-t", "a", "id -un; id -u; (sleep 1; echo written-while-away) &", "Enter")
+		tm.waitScreen("a", alice.account)
+		// Kill the attached client; the program writes while nobody looks.
+		tm.run("kill-session", "-t", "a")
+		time.Sleep(1500 * time.Millisecond) // the program's own sleep: what it writes is the point
+		tm.attach("b", bin, pc.HTTPAddr(1), alice, s.ID)
+		scr := tm.waitScreen("b", "written-while-away")
+		if !strings.Contains(scr, alice.account) {
+			t.Fatalf("the resumed screen lacks the earlier output:\n%s", scr)
+		}
+		for _, line := range strings.Split(scr, "\n") {
+			if strings.TrimSpace(line) == "0" {
+				t.Fatalf("the session runs as uid 0:\n%s", scr)
+			}
+		}
+		tm.run("kill-session", "-t", "b")
+	})
+
+	t.Run("another user is refused", func(t *testing.T) {
+		for _, args := range [][]string{{"session", "attach", s.ID}, {"session", "kill", s.ID}} {
+			out, err := mureCLI(t, bin, pc.HTTPAddr(1), bob, args...)
+			if err == nil || !strings.Contains(out, "no such session") {
+				t.Errorf("bob's %v: %v, %s: want 'no such session'", args, err, out)
+			}
+		}
+		if l := sessionsOf(t, bin, pc.HTTPAddr(0), bob); len(l) != 0 {
+			t.Errorf("bob lists %d sessions, want none", len(l))
+		}
+	})
+
+	t.Run("restart of mure keeps the session", func(t *testing.T) {
+		pc.Kill(0)
+		testcluster.WaitFor(t, 10*time.Second, "the session to show lost", func() bool {
+			l := sessionsOf(t, bin, pc.HTTPAddr(1), alice)
+			return len(l) == 1 && l[0].State == "lost"
+		})
+		pc.Restart(0)
+		testcluster.WaitFor(t, 10*time.Second, "the session to run again", func() bool {
+			l := sessionsOf(t, bin, pc.HTTPAddr(2), alice)
+			return len(l) == 1 && l[0].State == "running"
+		})
+		tm.attach("c", bin, pc.HTTPAddr(2), alice, s.ID)
+		tm.waitScreen("c", "written-while-away")
+		tm.run("send-keys", "-t", "c", "echo after-restart", "Enter")
+		tm.waitScreen("c", "after-restart\n")
+		tm.run("kill-session", "-t", "c")
+	})
+
+	t.Run("idle culling spares the busy", func(t *testing.T) {
+		var ids []string
+		for _, k := range []string{"quiet", "busy"} {
+			out, err := mureCLI(t, bin, pc.HTTPAddr(1), alice, "session", "new", "--kind", k, "--json")
+			if err != nil {
+				t.Fatalf("session new %s: %v: %s", k, err, out)
+			}
+			var v client.Session
+			_ = json.Unmarshal([]byte(out), &v)
+			ids = append(ids, v.ID)
+		}
+		tm.attach("q", bin, pc.HTTPAddr(1), alice, ids[0])
+		tm.waitScreen("q", "idle")
+		testcluster.WaitFor(t, 15*time.Second, "the quiet session to be culled", func() bool {
+			for _, v := range sessionsOf(t, bin, pc.HTTPAddr(1), alice) {
+				if v.ID == ids[0] {
+					return false
+				}
+			}
+			return true
+		})
+		tm.waitScreen("q", "ended")
+		var busy *client.Session
+		for _, v := range sessionsOf(t, bin, pc.HTTPAddr(1), alice) {
+			if v.ID == ids[1] {
+				busy = &v
+			}
+		}
+		if busy == nil {
+			t.Fatal("the busy but silent session was culled")
+		}
+		if out, err := mureCLI(t, bin, pc.HTTPAddr(0), alice, "session", "kill", ids[1]); err != nil {
+			t.Fatalf("kill: %v: %s", err, out)
+		}
+	})
+
+	t.Run("limits", func(t *testing.T) {
+		var st struct {
+			Services map[string]struct {
+				Limits bool `json:"limits"`
+			} `json:"services"`
+		}
+		raw, err := admin.Status(context.Background())
+		if err != nil || json.Unmarshal(raw, &st) != nil {
+			t.Fatalf("status: %v", err)
+		}
+		if !st.Services["sessions"].Limits {
+			t.Skip("this node cannot create cgroups: limits are not enforced")
+		}
+		out, err := mureCLI(t, bin, pc.HTTPAddr(0), alice, "session", "new", "--kind", "few", "--json")
+		if err != nil {
+			t.Fatalf("session new few: %v: %s", err, out)
+		}
+		var v client.Session
+		_ = json.Unmarshal([]byte(out), &v)
+		tm.attach("f", bin, pc.HTTPAddr(0), alice, v.ID)
+		scr := tm.waitScreen("f", "started ")
+		var n int
+		if _, err := fmt.Sscanf(scr[strings.Index(scr, "started "):], "started %d", &n); err != nil || n < 1 || n > 7 {
+			t.Fatalf("the session started %d of 30 processes (%v), want 1-7 under processes=8:\n%s", n, err, scr)
+		}
+		tm.run("kill-session", "-t", "f")
+		if out, err := mureCLI(t, bin, pc.HTTPAddr(0), alice, "session", "kill", v.ID); err != nil {
+			t.Fatalf("kill: %v: %s", err, out)
+		}
+	})
+
+	if out, err := mureCLI(t, bin, pc.HTTPAddr(1), alice, "session", "kill", s.ID); err != nil {
+		t.Fatalf("kill: %v: %s", err, out)
+	}
+	if l := sessionsOf(t, bin, pc.HTTPAddr(2), alice); len(l) != 0 {
+		t.Fatalf("after kill alice lists %+v", l)
+	}
+}
+
+const forksPy = `import subprocess, time
+n = 0
+for i in range(30):
+    try:
+        subprocess.Popen(["sleep", "600"])
+        n += 1
+    except OSError:
+        pass
+print("started", n, flush=True)
+time.sleep(600)
+`
