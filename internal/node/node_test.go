@@ -102,7 +102,7 @@ func TestOpenClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"files", "apps", "api", "monitor", "frontdoor"}
+	want := []string{"files", "apps", "sessions", "api", "monitor", "frontdoor"}
 	if got := n.serviceNames(); !slices.Equal(got, want) {
 		t.Fatalf("services %v, want %v", got, want)
 	}
@@ -208,7 +208,7 @@ func TestCloseReturnsStopErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := n.serviceNames(); !slices.Equal(got, []string{"files", "apps", "api", "monitor", "leaky"}) {
+	if got := n.serviceNames(); !slices.Equal(got, []string{"files", "apps", "sessions", "api", "monitor", "leaky"}) {
 		t.Fatalf("services %v", got)
 	}
 	if err := n.Close(ctx); err == nil || !strings.Contains(err.Error(), "stop leaky: still busy") {
