@@ -54,6 +54,15 @@ if [ ! -f .tools/cache-tests/node_modules/http-cache-tests/cli.mjs ]; then
     echo "could not install http-cache-tests: the proxy's conformance test will skip" >&2
 fi
 
+# the dashboard: its assets' build check rebuilds them with npm (from the
+# lockfile); its browser test drives Debian's chromium (chromedp)
+for pkg in npm chromium; do
+  if ! command -v "$pkg" >/dev/null && [ "$(id -u)" = 0 ]; then
+    { apt-get update -qq && apt-get install -y -qq "$pkg" >/dev/null; } ||
+      echo "could not install $pkg: the dashboard's tests that need it will skip" >&2
+  fi
+done
+
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change: $unformatted" >&2

@@ -28,6 +28,8 @@ type Config struct {
 	// Extra, when set, adds figures to the cluster view the dashboard
 	// shows (the front door's decisions by policy).
 	Extra func() map[string]any
+	// UI is how the dashboard authenticates a browser.
+	UI UIConfig
 }
 
 // Service is the monitor as a node service.
@@ -38,6 +40,7 @@ type Service struct {
 	cl    *cluster.Cluster
 	log   *slog.Logger
 	rater history.Rater
+	ui    *ui
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -64,6 +67,8 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 	s.self, s.cl, s.log = env.NodeID, env.Cluster, env.Logger
 	env.Routes.HandleFunc("GET /history", s.handleHistory)
 	env.PeerRoutes.HandleFunc("GET /peer/history", s.handleHistory)
+	s.ui = newUI(s, s.cfg.UI)
+	s.ui.routes(env.Routes)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.sample() // a first reading, so the first rates come a second later
@@ -75,6 +80,9 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 func (s *Service) Stop(context.Context) error {
 	if s.cancel != nil {
 		s.cancel()
+	}
+	if s.ui != nil {
+		s.ui.stop()
 	}
 	s.wg.Wait()
 	return nil
@@ -88,6 +96,10 @@ type Status struct {
 	Bytes int64 `json:"bytes"`
 	// Pulls counts the successful pulls of peers' points since the start.
 	Pulls int64 `json:"pulls"`
+	// Sessions is the dashboard sessions open on this node; Streams the
+	// dashboards it feeds now.
+	Sessions int `json:"sessions"`
+	Streams  int `json:"streams"`
 }
 
 // Status returns the monitor's figures.
@@ -97,6 +109,9 @@ func (s *Service) Status() any {
 	pulls := s.pulls
 	s.mu.Unlock()
 	st := Status{Nodes: n, Bytes: int64(n) * history.SeriesBytes, Pulls: pulls}
+	if s.ui != nil {
+		st.Sessions, st.Streams = s.ui.sessions.count(), len(s.ui.streams)
+	}
 	return st
 }
 
@@ -114,6 +129,7 @@ func (s *Service) loop(ctx context.Context) {
 		case <-t.C:
 			s.sample()
 			s.pull(ctx)
+			s.ui.publish()
 		}
 	}
 }

@@ -19,6 +19,8 @@ func (n *Node) monitorService() *monitor.Service {
 	return monitor.New(monitor.Config{
 		Read:  n.mon.read,
 		Peers: &http.Client{Transport: peerTransport{n}, Timeout: 5 * time.Second},
+		UI:    n.uiConfig(),
+		Extra: n.monitorExtra,
 	})
 }
 
@@ -117,3 +119,12 @@ func (m *monitorReader) read() history.Reading {
 
 // Monitor returns the node's monitor (its history; tests).
 func (n *Node) Monitor() *monitor.Service { return n.monitor }
+
+// monitorExtra is what the dashboard shows besides the history: this
+// node's front door (its policy and decisions), when it has one.
+func (n *Node) monitorExtra() map[string]any {
+	if n.door == nil {
+		return nil
+	}
+	return map[string]any{"front": n.door.Status()}
+}

@@ -1,0 +1,117 @@
+package monitor
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/mure-dev/mure/internal/api"
+	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/history"
+)
+
+// View is the cluster as this node sees it now: what the dashboard and
+// `mure top` draw besides the history.
+type View struct {
+	// Node is the node answering; User the dashboard's user.
+	Node      string `json:"node"`
+	User      string `json:"user,omitempty"`
+	ClusterID string `json:"cluster_id"`
+	Time      int64  `json:"time"`
+	// Leader is the raft leader; Dispatcher the dispatcher role's holder
+	// and How the rule that chose it.
+	Leader        string           `json:"leader"`
+	Dispatcher    string           `json:"dispatcher"`
+	DispatcherHow string           `json:"dispatcher_how"`
+	Members       []cluster.Member `json:"members"`
+	// Extra holds what node adds (the front door's policy and decisions,
+	// on a node with a front door).
+	Extra map[string]any `json:"extra,omitempty"`
+	// Fields names the history's figures with their units.
+	Fields []history.Field `json:"fields"`
+}
+
+func (s *Service) view(user string) View {
+	v := View{Node: s.self, User: user, ClusterID: s.cl.ClusterID(), Time: time.Now().Unix(), Members: s.cl.Members(), Fields: history.Fields[:]}
+	v.Leader, _ = s.cl.Leader()
+	v.Dispatcher, v.DispatcherHow = s.cl.Dispatcher()
+	if s.cfg.Extra != nil {
+		v.Extra = s.cfg.Extra()
+	}
+	return v
+}
+
+func (u *ui) handleView(w http.ResponseWriter, r *http.Request) {
+	api.JSON(w, http.StatusOK, u.s.view(r.Header.Get(userHeader)))
+}
+
+// handleEvents streams server-sent events: at once and then every second
+// an "update" with the view and each node's points newer than those sent
+// before (the first: the last hour's and day's). A browser reconnects by
+// itself when the stream breaks.
+func (u *ui) handleEvents(w http.ResponseWriter, r *http.Request) {
+	select {
+	case u.streams <- struct{}{}:
+		defer func() { <-u.streams }()
+	default:
+		api.Unavailable(w, 5, api.CodeUnavailable, fmt.Sprintf("this node already feeds %d dashboards: try another node", maxStreams))
+		return
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	user := r.Header.Get(userHeader)
+	sent := map[string][2]int64{} // node → newest fine and coarse point sent
+	for {
+		next := u.next()
+		if err := u.send(w, user, sent); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-u.done:
+			return
+		case <-next:
+		}
+	}
+}
+
+// send writes one update: the view and the points newer than sent, per
+// node (a peer's points arrive a second after this node's own, so each
+// node has its own mark).
+func (u *ui) send(w http.ResponseWriter, user string, sent map[string][2]int64) error {
+	d := history.Dump{Nodes: map[string]history.NodeDump{}}
+	for _, id := range u.s.set.Nodes() {
+		se, ok := u.s.set.Lookup(id)
+		if !ok {
+			continue
+		}
+		mark := sent[id]
+		fine, coarse := se.Since(mark[0], mark[1])
+		if len(fine) > 0 {
+			mark[0] = fine[len(fine)-1].T
+		}
+		if len(coarse) > 0 {
+			mark[1] = coarse[len(coarse)-1].T
+		}
+		sent[id] = mark
+		d.Nodes[id] = history.NodeDump{Fine: fine, Coarse: coarse}
+	}
+	hist, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	view, err := json.Marshal(u.s.view(user))
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "event: update\ndata: {\"view\":%s,\"history\":%s}\n\n", view, hist)
+	return err
+}

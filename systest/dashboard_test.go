@@ -1,0 +1,194 @@
+package systest
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mure-dev/mure/internal/monitor"
+	"github.com/mure-dev/mure/internal/testcluster"
+)
+
+// uiCall sends a dashboard request with the given cookie (none: "") and
+// extra headers; it returns the answer and the session cookie it set.
+func uiCall(t *testing.T, addr, method, path, cookie string, form url.Values, hdr map[string]string) (*http.Response, *http.Cookie) {
+	t.Helper()
+	var body *strings.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	} else {
+		body = strings.NewReader("")
+	}
+	req, err := http.NewRequest(method, "http://"+addr+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if cookie != "" {
+		req.AddCookie(&http.Cookie{Name: "mure_ui", Value: cookie})
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	noRedirect := &http.Client{Transport: http.DefaultTransport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, c := range resp.Cookies() {
+		if c.Name == "mure_ui" {
+			return resp, c
+		}
+	}
+	return resp, nil
+}
+
+// TestDashboardLogin: the dashboard's session cookie, its attributes and
+// its limits: it opens the dashboard's data only, ends with the user or
+// the token, and a cross-site login is refused.
+func TestDashboardLogin(t *testing.T) {
+	c := secured(t, 1)
+	addr := c.HTTPAddr(0)
+	mustCall(t, addr, "POST", "/auth/users", bearer(staticAdmin), `{"name":"viewer","password":"viewer-pass-1"}`, http.StatusCreated)
+	tok := newToken(t, addr, "viewer", "dash", "1h")
+	login := func(f url.Values, hdr map[string]string) (int, *http.Cookie) {
+		resp, ck := uiCall(t, addr, "POST", "/ui/login", "", f, hdr)
+		return resp.StatusCode, ck
+	}
+	pw := url.Values{"user": {"viewer"}, "password": {"viewer-pass-1"}}
+
+	for _, tc := range []struct {
+		name string
+		form url.Values
+		hdr  map[string]string
+		want int
+	}{
+		{"wrong password", url.Values{"user": {"viewer"}, "password": {"nope"}}, nil, http.StatusUnauthorized},
+		{"unknown user", url.Values{"user": {"mallory"}, "password": {"viewer-pass-1"}}, nil, http.StatusUnauthorized},
+		{"nothing", url.Values{}, nil, http.StatusBadRequest},
+		{"bad token", url.Values{"token": {"mure_nope"}}, nil, http.StatusUnauthorized},
+		{"from another site", pw, map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"from another origin", pw, map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
+		{"password", pw, nil, http.StatusOK},
+		{"token", url.Values{"token": {tok}}, nil, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, ck := login(tc.form, tc.hdr)
+			if code != tc.want {
+				t.Fatalf("login: %d, want %d", code, tc.want)
+			}
+			if code != http.StatusOK {
+				if ck != nil && ck.Value != "" {
+					t.Errorf("a refused login set a session cookie")
+				}
+				return
+			}
+			if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/ui" || ck.Secure || len(ck.Value) < 40 {
+				t.Fatalf("session cookie %+v: want HttpOnly, SameSite=Strict, Path=/ui, not Secure without TLS, a long random value", ck)
+			}
+			if resp, _ := uiCall(t, addr, "GET", "/ui/api/view", ck.Value, nil, nil); resp.StatusCode != http.StatusOK {
+				t.Errorf("view with the session: %d", resp.StatusCode)
+			}
+			// The cookie is the dashboard's only: the client API wants a credential.
+			if resp, _ := uiCall(t, addr, "GET", "/status", ck.Value, nil, nil); resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("/status with the dashboard's cookie: %d, want 401", resp.StatusCode)
+			}
+		})
+	}
+
+	for _, p := range []string{"/ui/api/view", "/ui/api/history", "/ui/api/events"} {
+		if resp, _ := uiCall(t, addr, "GET", p, "", nil, nil); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s without a session: %d, want 401", p, resp.StatusCode)
+		}
+		if resp, _ := uiCall(t, addr, "GET", p, "forged-session-id", nil, nil); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s with a forged session: %d, want 401", p, resp.StatusCode)
+		}
+	}
+
+	// Logging out, revoking the token, deleting the user: each ends its session.
+	_, byPW := login(pw, nil)
+	_, byTok := login(url.Values{"token": {tok}}, nil)
+	_, byPW2 := login(pw, nil)
+	uiCall(t, addr, "POST", "/ui/logout", byPW.Value, nil, nil)
+	mustCall(t, addr, "DELETE", "/auth/tokens/viewer/dash", bearer(staticAdmin), "", http.StatusOK)
+	for name, ck := range map[string]*http.Cookie{"logged out": byPW, "token revoked": byTok} {
+		if resp, _ := uiCall(t, addr, "GET", "/ui/api/view", ck.Value, nil, nil); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: view %d, want 401", name, resp.StatusCode)
+		}
+	}
+	if resp, _ := uiCall(t, addr, "GET", "/ui/api/view", byPW2.Value, nil, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("another password session: view %d, want 200", resp.StatusCode)
+	}
+	mustCall(t, addr, "DELETE", "/auth/users/viewer", bearer(staticAdmin), "", http.StatusOK)
+	testcluster.WaitFor(t, 5*time.Second, "the deleted user's session to end", func() bool {
+		resp, _ := uiCall(t, addr, "GET", "/ui/api/view", byPW2.Value, nil, nil)
+		return resp.StatusCode == http.StatusUnauthorized
+	})
+}
+
+// TestDashboardPages: / sends a browser to /ui/, the page comes with its
+// security headers, and the event stream starts with the whole view.
+func TestDashboardPages(t *testing.T) {
+	c := secured(t, 1)
+	addr := c.HTTPAddr(0)
+	for _, tc := range []struct {
+		path, accept string
+		want         int
+		location     string
+	}{
+		{"/", "text/html,application/xhtml+xml", http.StatusFound, "/ui/"},
+		{"/", "application/json", http.StatusNotFound, ""},
+		{"/ui", "text/html", http.StatusMovedPermanently, "/ui/"},
+		{"/ui/", "text/html", http.StatusOK, ""},
+		{"/ui/app.js", "*/*", http.StatusOK, ""},
+		{"/ui/uPlot.iife.min.js", "*/*", http.StatusOK, ""},
+		{"/ui/nothing.js", "*/*", http.StatusNotFound, ""},
+	} {
+		resp, _ := uiCall(t, addr, "GET", tc.path, "", nil, map[string]string{"Accept": tc.accept})
+		if resp.StatusCode != tc.want || resp.Header.Get("Location") != tc.location {
+			t.Errorf("GET %s (Accept %s): %d %q, want %d %q", tc.path, tc.accept, resp.StatusCode, resp.Header.Get("Location"), tc.want, tc.location)
+		}
+		if tc.path == "/ui/" && !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'self'") {
+			t.Errorf("the page's CSP: %q", resp.Header.Get("Content-Security-Policy"))
+		}
+	}
+
+	_, ck := uiCall(t, addr, "POST", "/ui/login", "", url.Values{"token": {c.Token()}}, nil)
+	if ck == nil {
+		t.Fatal("no session with the admin token")
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr+"/ui/api/events", nil)
+	req.AddCookie(ck)
+	resp, err := bare.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("events: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 16<<20)
+	var got struct {
+		View    monitor.View    `json:"view"`
+		History json.RawMessage `json:"history"`
+	}
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if err := json.Unmarshal([]byte(data), &got); err != nil {
+				t.Fatalf("event data: %v", err)
+			}
+			break
+		}
+	}
+	if got.View.Node != c.ID(0) || len(got.View.Members) != 1 || got.View.User != "admin" || !strings.Contains(string(got.History), `"fields"`) {
+		t.Errorf("first event: view %+v, history %.200s", got.View, got.History)
+	}
+}
