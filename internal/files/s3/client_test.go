@@ -297,7 +297,7 @@ func TestS3Operations(t *testing.T) {
 		}
 	})
 	t.Run("bad input", func(t *testing.T) {
-		for _, k := range []string{"a//b", "dir/", "x/../y", `back\slash`, ".s3bucket"} {
+		for _, k := range []string{"a//b", "x/../y", `back\slash`, ".s3bucket", "dir/.s3folder"} {
 			_, err := s.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String(k), Body: strings.NewReader("x")})
 			if code(err) != "InvalidObjectName" {
 				t.Errorf("put %q: %v, want InvalidObjectName", k, err)

@@ -107,7 +107,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.bucketOp(q)
 		return
 	}
-	if err := validKey(q.key); err != nil {
+	if err := validKey(q.bucket, q.key); err != nil {
 		q.fail(err)
 		return
 	}
@@ -120,21 +120,6 @@ var bucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 func validBucket(b string) error {
 	if !bucketRE.MatchString(b) || strings.Contains(b, "..") {
 		return errorf(http.StatusBadRequest, CodeInvalidBucketName, "bucket name %q: 3 to 63 lower case letters, digits, '.' and '-', starting and ending with a letter or digit", b)
-	}
-	return nil
-}
-
-// validKey refuses, with an S3 error naming the rule, the keys the native
-// path rules refuse (decision 0021): nothing is rewritten.
-func validKey(k string) error {
-	if k == uploadsDir || strings.HasPrefix(k, uploadsDir+"/") {
-		return errorf(http.StatusBadRequest, CodeInvalidObjectName, "keys under %q are reserved: they hold multipart uploads in progress", uploadsDir+"/")
-	}
-	if k == BucketMarker {
-		return errorf(http.StatusBadRequest, CodeInvalidObjectName, "the key %q is reserved: it marks an empty folder as a bucket", k)
-	}
-	if err := files.ValidatePath(k); err != nil {
-		return errorf(http.StatusBadRequest, CodeInvalidObjectName, "this store does not accept the key %q: %v (keys ending in '/', with \"//\", '.' or '..' segments, backslashes or control characters are refused)", k, err)
 	}
 	return nil
 }

@@ -108,16 +108,16 @@ func parseList(q *request) (listResult, listQuery, error) {
 		m := qs.Get("marker")
 		res.Marker = &m
 		switch {
-		case m != "" && res.Delimiter != "" && strings.HasSuffix(m, res.Delimiter):
+		case len(m) > len(res.Prefix) && strings.HasPrefix(m, res.Prefix) && res.Delimiter != "" && strings.HasSuffix(m, res.Delimiter):
 			lq.after = "p:" + lq.base + m // a NextMarker that is a common prefix: skip what lies under it
 		case m != "":
-			lq.after = lq.base + m
+			lq.after = pathOf(q.bucket, m)
 		}
 		return res, lq, nil
 	}
 	res.StartAfter, res.ContinuationToken = qs.Get("start-after"), qs.Get("continuation-token")
 	if res.StartAfter != "" {
-		lq.after = lq.base + res.StartAfter
+		lq.after = pathOf(q.bucket, res.StartAfter)
 	}
 	if t := res.ContinuationToken; t != "" {
 		c, err := base64.RawURLEncoding.DecodeString(t)
@@ -130,19 +130,21 @@ func parseList(q *request) (listResult, listQuery, error) {
 }
 
 // collect fills res with up to MaxKeys keys and common prefixes, hiding
-// the bucket marker and the uploads folder. It returns how many it put,
-// the last key or prefix seen, and the cursor after it ("" at the end).
+// the bucket's own files. It returns how many it put, the key or prefix
+// of the last file seen (in the file API's order, where a folder key
+// sorts as its marker file), and the cursor after it ("" at the end).
 func (h *Handler) collect(q *request, res *listResult, lq listQuery) (count int, last, next string, err error) {
 	enc, next := res.EncodingType, lq.after
+	lastPath := ""
 	for res.MaxKeys > 0 && count < res.MaxKeys {
 		page, err := h.files.List(q.r.Context(), files.ListOptions{Prefix: lq.base + res.Prefix, Delimiter: res.Delimiter, After: next, Limit: res.MaxKeys - count, Consistent: true})
 		if err != nil {
 			return 0, "", "", err
 		}
 		for _, f := range page.Files {
-			key := strings.TrimPrefix(f.Path, lq.base)
-			last = max(last, key)
-			if key == BucketMarker || strings.HasPrefix(key, uploadsDir+"/") {
+			lastPath = max(lastPath, f.Path)
+			key, hidden := keyOf(lq.base, f.Path)
+			if hidden || !strings.HasPrefix(key, res.Prefix) { // "a/" matched as "a/.s3folder" by the prefix "a/.s3"
 				continue
 			}
 			o := object{Key: encode(key, enc), LastModified: f.Modified.UTC().Format(time.RFC3339Nano), ETag: etagOf(f), Size: f.Size, StorageClass: "STANDARD"}
@@ -153,8 +155,8 @@ func (h *Handler) collect(q *request, res *listResult, lq listQuery) (count int,
 			count++
 		}
 		for _, p := range page.Prefixes {
+			lastPath = max(lastPath, p)
 			p = strings.TrimPrefix(p, lq.base)
-			last = max(last, p)
 			if p != uploadsDir+"/" {
 				res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encode(p, enc)})
 				count++
@@ -164,6 +166,7 @@ func (h *Handler) collect(q *request, res *listResult, lq listQuery) (count int,
 			break
 		}
 	}
+	last, _ = keyOf(lq.base, lastPath)
 	return count, last, next, nil
 }
 

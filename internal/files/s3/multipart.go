@@ -340,7 +340,7 @@ func (h *Handler) completeUpload(q *request, id string) {
 		return
 	}
 	h.removeUpload(q, id)
-	writeXML(q, completeResult{NS: s3NS, Location: "/" + q.path(), Bucket: q.bucket, Key: q.key, ETag: attrs.PartsETag})
+	writeXML(q, completeResult{NS: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: attrs.PartsETag})
 }
 
 // partsReader streams parts in order, each opened when the one before

@@ -14,8 +14,6 @@ import (
 	"github.com/mure-dev/mure/internal/files"
 )
 
-func (q *request) path() string { return q.bucket + "/" + q.key }
-
 // condOf turns If-Match / If-None-Match on a write into the file API's
 // condition. An S3 ETag (an MD5) names content, not a version: If-Match
 // holds when the current object's ETag is the one given, and the write
@@ -204,9 +202,10 @@ func copySource(q *request) (string, error) {
 	if err := validBucket(sb); err != nil {
 		return "", err
 	}
-	if err := validKey(sk); err != nil {
+	if err := validKey(sb, sk); err != nil {
 		return "", err
 	}
+	src = pathOf(sb, sk)
 	return src, q.allow(auth.Read, src)
 }
 
@@ -349,8 +348,8 @@ func (h *Handler) deleteObjects(q *request) {
 	}
 	res := deleteResult{NS: s3NS}
 	for _, o := range req.Objects {
-		path := q.bucket + "/" + o.Key
-		err := validKey(o.Key)
+		path := pathOf(q.bucket, o.Key)
+		err := validKey(q.bucket, o.Key)
 		if err == nil {
 			err = q.allow(auth.Write, path)
 		}
