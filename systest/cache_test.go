@@ -61,3 +61,60 @@ func TestCacheOneAcrossCluster(t *testing.T) {
 		t.Errorf("relays went to %d owners, want the keys spread over the nodes", len(owners))
 	}
 }
+
+// TestCachePurgeReachesNodeThatWasDown: the owner of an object is down
+// when it is purged; when it returns, it does not serve the object from
+// its disk tier (the purge is in the replicated state).
+func TestCachePurgeReachesNodeThatWasDown(t *testing.T) {
+	var hits atomic.Int64
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Cache-Control", "max-age=600")
+		io.WriteString(w, "object "+r.URL.Path)
+	}))
+	defer origin.Close()
+	u, _ := url.Parse(origin.URL)
+	addrs := make([]string, 3)
+	c := testcluster.Start(t, 3, testcluster.Options{Setup: func(i int, cfg *node.Config) {
+		addrs[i] = testcluster.FreeAddr(t)
+		cfg.Proxy = &proxy.Config{Addr: addrs[i], Origins: []proxy.Origin{{URL: u}}}
+	}})
+	get := func(i int) string {
+		resp, err := http.Get("http://" + addrs[i] + "/doomed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.Header.Get("Cache-Status")
+	}
+	// Find the owner: the node whose answer is its own (no relay).
+	owner := -1
+	for i := range 3 {
+		if st := get(i); !strings.Contains(st, "detail=owner-") {
+			owner = i
+		}
+	}
+	if owner < 0 || hits.Load() != 1 {
+		t.Fatalf("owner %d, %d origin fetches", owner, hits.Load())
+	}
+	other := (owner + 1) % 3
+	c.Stop(owner)
+	resp, err := http.Post("http://"+c.HTTPAddr(other)+"/cache/purge?url=/doomed", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"recorded": true`) {
+		t.Fatalf("purge: %d %s", resp.StatusCode, b)
+	}
+	c.Restart(owner)
+	before := hits.Load()
+	if st := get(owner); strings.Contains(st, "hit") {
+		t.Fatalf("the returning owner served a purged object from its disk: %q", st)
+	}
+	if hits.Load() != before+1 {
+		t.Errorf("origin fetches %d → %d, want one more", before, hits.Load())
+	}
+}

@@ -32,7 +32,7 @@ func (p Proxy) Name() string { return strings.Trim(p.Prefix, "/") }
 
 // reserved are the first path segments of the node's own routes; an app
 // prefix may not start with one.
-var reserved = []string{"files", "status", "healthz", "readyz", "metrics", "config", "nodes", "debug", "list", "cgi", "peer", "sessions", "attach", "web"}
+var reserved = []string{"files", "status", "healthz", "readyz", "metrics", "config", "nodes", "debug", "list", "cgi", "peer", "sessions", "attach", "web", "cache"}
 
 // ParseProxy parses the flag form PREFIX=URL, e.g.
 // "/shop/=http://127.0.0.1:9000".

@@ -122,6 +122,7 @@ func classify(r *http.Request) authhttp.Need {
 		return authhttp.Need{Action: auth.Read, Path: strings.TrimPrefix(p, "/status/files/")}
 	case strings.HasPrefix(p, "/config/") && r.Method != http.MethodGet,
 		strings.HasPrefix(p, "/nodes/") && r.Method != http.MethodGet,
+		strings.HasPrefix(p, "/cache/") && r.Method != http.MethodGet,
 		strings.HasPrefix(p, "/debug/"):
 		return authhttp.Need{Action: auth.Admin}
 	}

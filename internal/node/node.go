@@ -21,6 +21,7 @@ import (
 	"github.com/mure-dev/mure/internal/apps"
 	"github.com/mure-dev/mure/internal/auth"
 	"github.com/mure-dev/mure/internal/cache/proxy"
+	"github.com/mure-dev/mure/internal/cache/purge"
 	"github.com/mure-dev/mure/internal/certs"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/dispatch"
@@ -270,7 +271,7 @@ func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 // binary registers every one, whatever its configuration
 // (docs/decisions/0012-versioned-namespaces.md).
 func Parts() []meta.Part {
-	return []meta.Part{auth.NewPart(), webdav.NewLockPart(), sessions.NewPart()}
+	return []meta.Part{auth.NewPart(), webdav.NewLockPart(), sessions.NewPart(), purge.NewPart()}
 }
 
 func (n *Node) serve(srv *http.Server, ln net.Listener) {

@@ -30,6 +30,7 @@ type Handler struct {
 	limits    Limits
 	now       func() time.Time
 	share     *Sharing // nil: this node's cache alone
+	purges    *purges  // nil: purges are not recorded in a cluster
 
 	bgCtx  context.Context
 	bgStop context.CancelFunc

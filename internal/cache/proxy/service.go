@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/mure-dev/mure/internal/cache"
+	"github.com/mure-dev/mure/internal/cache/purge"
 	"github.com/mure-dev/mure/internal/cache/tier"
+	"github.com/mure-dev/mure/internal/cluster"
+	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/service"
 )
 
@@ -39,6 +42,9 @@ type Config struct {
 	// Sharing, when set, is used instead of the one Start builds from the
 	// cluster seat (tests).
 	Sharing *Sharing
+	// Purges, when set, is used instead of the cluster's purge records
+	// (tests).
+	Purges PurgeLog
 }
 
 // Service is the caching proxy as a node service ("proxy").
@@ -90,6 +96,10 @@ func NewHandler(cfg Config, tiers *tier.Tiers, env service.Env) (*Handler, error
 	policy.Heuristic = !cfg.NoHeuristic
 	h := &Handler{router: rt, policy: policy, tiers: tiers, transport: newTransport(cfg.Limits), flights: newFlights(cfg.Limits.CollapseMax),
 		metrics: newMetrics(), log: env.Logger, limits: cfg.Limits, now: time.Now, share: cfg.Sharing}
+	if cfg.Purges != nil {
+		h.purges = &purges{log: cfg.Purges}
+		h.purges.catchUp(tiers) // what was purged while this node was away
+	}
 	h.bgCtx, h.bgStop = context.WithCancel(context.Background())
 	if env.Metrics != nil {
 		if err := h.metrics.register(env.Metrics, tiers); err != nil {
@@ -113,6 +123,9 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 			return out
 		}, 500*time.Millisecond)}
 	}
+	if s.cfg.Purges == nil && env.Cluster != nil {
+		s.cfg.Purges = clusterPurges{env.Cluster}
+	}
 	tiers, err := tier.Open(tier.Config{MemoryBytes: s.cfg.MemoryBytes, Dir: s.cfg.Dir, DiskBytes: s.cfg.DiskBytes, NoSync: s.cfg.NoSync, Logger: env.Logger})
 	if err != nil {
 		return err
@@ -131,6 +144,10 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 		env.PeerRoutes.HandleFunc("GET "+peerFetchRoute, h.ServePeerFetch)
 		env.PeerRoutes.HandleFunc("POST "+peerRemoveRoute, h.ServePeerRemove)
 	}
+	if env.Routes != nil {
+		env.Routes.HandleFunc("POST "+purgeRoute, h.ServePurge)
+	}
+	h.followPurges(250 * time.Millisecond)
 	if s.cfg.Listen != nil {
 		ln = s.cfg.Listen(ln)
 	}
@@ -193,4 +210,24 @@ func (s *Service) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.addr
+}
+
+// clusterPurges records purges as raft entries of the "cache" namespace.
+type clusterPurges struct{ c *cluster.Cluster }
+
+func (p clusterPurges) Propose(ctx context.Context, key string, prefix bool) error {
+	op, err := purge.Op(key, prefix, time.Now())
+	if err != nil {
+		return err
+	}
+	res, err := p.c.ApplyOp(ctx, op)
+	if err != nil {
+		return err
+	}
+	return res.Err
+}
+
+func (p clusterPurges) Since(seq uint64) (recs []purge.Record) {
+	p.c.FSM().ReadPart(purge.NS, func(mp meta.Part) { recs = mp.(*purge.Part).Since(seq) })
+	return recs
 }

@@ -259,20 +259,24 @@ func (t *Tiers) evictDiskLocked() {
 
 // Remove deletes every variant of a primary key from both tiers.
 func (t *Tiers) Remove(key string) int {
-	return t.removeIf(func(k string) bool { return k == key })
+	return t.RemoveIf(func(m *Meta) bool { return m.Key == key })
 }
 
 // RemovePrefix deletes every object whose primary key starts with prefix.
 func (t *Tiers) RemovePrefix(prefix string) int {
-	return t.removeIf(func(k string) bool { return strings.HasPrefix(k, prefix) })
+	return t.RemoveIf(func(m *Meta) bool { return strings.HasPrefix(m.Key, prefix) })
 }
 
-func (t *Tiers) removeIf(match func(string) bool) int {
+// RemoveIf deletes every object whose meta matches, in one pass over the
+// index, and returns how many it deleted.
+func (t *Tiers) RemoveIf(match func(*Meta) bool) int {
 	t.mu.Lock()
 	var gone []*entry
-	for k, vs := range t.byKey {
-		if match(k) {
-			gone = append(gone, vs...)
+	for _, vs := range t.byKey {
+		for _, e := range vs {
+			if match(e.meta) {
+				gone = append(gone, e)
+			}
 		}
 	}
 	for _, e := range gone {
