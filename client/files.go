@@ -170,3 +170,48 @@ func (c *Client) Delete(ctx context.Context, path string, o *DeleteOptions) erro
 	drain(resp)
 	return nil
 }
+
+// CopyOptions are the options of Copy.
+type CopyOptions struct {
+	// Move deletes the source once copied (a rename: not atomic, see
+	// docs/api.md).
+	Move bool
+	// IdempotencyKey is sent with every attempt; generated when empty.
+	IdempotencyKey string
+}
+
+// Copy copies the current version of src to dst on the server (no bytes
+// pass through the client), or moves it with o.Move. It returns dst's info.
+func (c *Client) Copy(ctx context.Context, src, dst string, o *CopyOptions) (*FileInfo, error) {
+	if o == nil {
+		o = &CopyOptions{}
+	}
+	p, err := filesPath("/files/", dst)
+	if err != nil {
+		return nil, err
+	}
+	from, err := filesPath("", src)
+	if err != nil {
+		return nil, err
+	}
+	cl := &call{method: http.MethodPut, path: p, header: http.Header{}, policy: keyed}
+	cl.header.Set("X-Mure-Copy-From", from)
+	if o.Move {
+		cl.header.Set("X-Mure-Move", "1")
+	}
+	key := o.IdempotencyKey
+	if key == "" {
+		key = newIdempotencyKey()
+	}
+	cl.header.Set("Idempotency-Key", key)
+	resp, err := c.do(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	var fi FileInfo
+	if err := decodeJSON(resp, &fi); err != nil {
+		return nil, err
+	}
+	fi.ETag = unquoteETag(fi.ETag)
+	return &fi, nil
+}

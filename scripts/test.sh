@@ -21,6 +21,7 @@ command -v fio >/dev/null || need+=(fio)
 # the WebDAV face's test suite (litmus) and the mount's (fusermount3)
 command -v litmus >/dev/null || need+=(litmus)
 command -v fusermount3 >/dev/null || need+=(fuse3)
+command -v rsync >/dev/null || need+=(rsync)
 # persistent sessions: real terminals (tmux), accounts (useradd), python3
 command -v tmux >/dev/null || need+=(tmux)
 command -v useradd >/dev/null || need+=(passwd)

@@ -64,8 +64,8 @@ func (s secretFlag) Set(v string) error { *s.p = v; return nil }
 // client returns a client of --node with the first credential found:
 // --token (MURE_TOKEN), MURE_USER and MURE_PASSWORD, or the admin
 // credential of the node whose data directory --data names.
-func (cf *clientFlags) client() *client.Client {
-	opts := []client.Option{cf.credential()}
+func (cf *clientFlags) client(more ...client.Option) *client.Client {
+	opts := append([]client.Option{cf.credential()}, more...)
 	if cf.ca != "" {
 		pool, err := certs.LoadPool(cf.ca)
 		if err != nil {
