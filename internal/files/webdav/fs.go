@@ -126,7 +126,15 @@ func (f *FS) dirCheck(ctx context.Context, k string, localFirst bool) (bool, err
 		tries = []bool{false, true}
 	}
 	for _, consistent := range tries {
-		page, err := f.files.List(ctx, files.ListOptions{Prefix: k + "/", Limit: 1, Consistent: consistent})
+		var page files.ListPage
+		var err error
+		_ = ridingElections(ctx, func() error {
+			page, err = f.files.List(ctx, files.ListOptions{Prefix: k + "/", Limit: 1, Consistent: consistent})
+			if errors.Is(err, files.ErrUnavailable) {
+				return err // no leader for a moment: ask again
+			}
+			return nil
+		})
 		if err != nil {
 			return false, err
 		}

@@ -65,7 +65,7 @@ func (d *dav) do(method, path string, body string, hdr ...string) (int, string, 
 	d.t.Helper()
 	for try := 0; ; try++ {
 		st, b, h := d.once(method, path, body, hdr...)
-		if st != http.StatusServiceUnavailable || try == 4 {
+		if st != http.StatusServiceUnavailable || try == 9 {
 			return st, b, h
 		}
 		d.t.Logf("%s %s: %d %s; retrying", method, path, st, b)

@@ -64,13 +64,39 @@ func (l *Locks) read(fn func(p *LockPart)) {
 	l.seat.ReadPart(NS, func(mp meta.Part) { fn(mp.(*LockPart)) })
 }
 
+// catchUp waits until this node's state is as new as the leader's,
+// riding out a leader election (up to electionWait).
 func (l *Locks) catchUp() error {
 	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
 	defer cancel()
-	if err := l.seat.CatchUp(ctx); err != nil {
+	err := ridingElections(ctx, func() error { return l.seat.CatchUp(ctx) })
+	if err != nil {
 		return fmt.Errorf("%w: the WebDAV locks cannot catch up with the cluster's leader: %w", ErrNoQuorum, err)
 	}
 	return nil
+}
+
+// electionWait is how long a call that needs the leader is retried while
+// there is none: longer than an election (decision 0017), short enough
+// for a client that waits for its answer.
+const electionWait = 3 * time.Second
+
+// ridingElections calls fn until it succeeds or electionWait passed.
+func ridingElections(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(electionWait)
+	wait := 50 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
 }
 
 // propose commits one op and returns the lock it answered.
