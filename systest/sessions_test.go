@@ -7,7 +7,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,12 +135,17 @@ func (tm *tmux) screen(name string) string { return tm.run("capture-pane", "-p",
 // waitScreen polls window name's screen until it holds want.
 func (tm *tmux) waitScreen(name, want string) string {
 	tm.t.Helper()
-	var s string
-	testcluster.WaitFor(tm.t, 10*time.Second, "screen of "+name+" to show "+want, func() bool {
-		s = tm.screen(name)
-		return strings.Contains(s, want)
-	})
-	return s
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := tm.screen(name)
+		if strings.Contains(s, want) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("after 10s the screen of %s does not show %q:\n%s", name, want, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func sessionsOf(t *testing.T, bin, addr string, u sessionUser) []client.Session {
@@ -167,10 +175,17 @@ func TestSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(forks) })
+	webApp := filepath.Join(os.TempDir(), randName("mure-web-")+".py")
+	if err := os.WriteFile(webApp, []byte(webPy), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(webApp) })
 	pc := testcluster.StartProc(t, 3, "--session-lost-after", "2s",
 		"--session-kind", "quiet command idle=4s warn=3s -- /bin/sh -c 'sleep 600'",
 		"--session-kind", "busy command idle=4s cpus=0.05 -- /bin/sh -c 'while :; do :; done'",
-		"--session-kind", "few command processes=8 -- /usr/bin/python3 "+forks)
+		"--session-kind", "few command processes=8 -- /usr/bin/python3 "+forks,
+		"--session-kind", "app web -- /usr/bin/python3 "+webApp,
+		"--session-kind", "keep command restart=elsewhere -- /bin/sh -c 'echo started; exec sleep 600'")
 	t.Cleanup(func() { killHolders(pc, 3) })
 	bin := testcluster.BuildBinary(t)
 	admin := pc.Client(0)
@@ -189,20 +204,18 @@ func TestSessions(t *testing.T) {
 	t.Run("resume through another node", func(t *testing.T) {
 		tm.attach("a", bin, pc.HTTPAddr(0), alice, s.ID)
 		tm.waitScreen("a", "$")
-		tm.run("send-keys", "-t", "a", "id -un; id -u; (sleep 1; echo written-while-away) &", "Enter")
-		tm.waitScreen("a", alice.account)
+		tm.run("send-keys", "-t", "a", "echo me-$(id -un)-$(id -u)-; (sleep 1; echo written-while-away) &", "Enter")
+		scr := tm.waitScreen("a", "me-"+alice.account+"-")
+		if strings.Contains(scr, "me-"+alice.account+"-0-") {
+			t.Fatalf("the session runs as uid 0:\n%s", scr)
+		}
 		// Kill the attached client; the program writes while nobody looks.
 		tm.run("kill-session", "-t", "a")
 		time.Sleep(1500 * time.Millisecond) // the program's own sleep: what it writes is the point
 		tm.attach("b", bin, pc.HTTPAddr(1), alice, s.ID)
-		scr := tm.waitScreen("b", "written-while-away")
-		if !strings.Contains(scr, alice.account) {
+		scr = tm.waitScreen("b", "written-while-away")
+		if !strings.Contains(scr, "me-"+alice.account+"-") {
 			t.Fatalf("the resumed screen lacks the earlier output:\n%s", scr)
-		}
-		for _, line := range strings.Split(scr, "\n") {
-			if strings.TrimSpace(line) == "0" {
-				t.Fatalf("the session runs as uid 0:\n%s", scr)
-			}
 		}
 		tm.run("kill-session", "-t", "b")
 	})
@@ -304,6 +317,125 @@ func TestSessions(t *testing.T) {
 		}
 	})
 
+	t.Run("bad input", func(t *testing.T) {
+		ac := client.New([]string{pc.HTTPAddr(1)}, client.WithToken(alice.token))
+		for _, n := range []client.NewSession{{Kind: "nope"}, {Cols: 0, Rows: 5}, {Cols: 2000, Rows: 10}} {
+			if _, err := ac.StartSession(context.Background(), n); !isStatus(err, 400) {
+				t.Errorf("start %+v: %v, want 400", n, err)
+			}
+		}
+		if _, err := ac.AttachSession(context.Background(), s.ID, 60000, 60000); !isStatus(err, 400) {
+			t.Errorf("attach at 60000x60000: %v, want 400", err)
+		}
+		// A resize to nothing is ignored: the session goes on at its size.
+		conn, err := ac.AttachSession(context.Background(), s.ID, 70, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := conn.Resize(ctx, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.Write(ctx, []byte("stty size\r")); err != nil {
+			t.Fatal(err)
+		}
+		var seen strings.Builder
+		for !strings.Contains(seen.String(), "20 70") {
+			p, err := conn.Read(ctx)
+			if err != nil {
+				t.Fatalf("stty size after a 0x0 resize: %v; read %q", err, seen.String())
+			}
+			seen.Write(p)
+		}
+		conn.Close()
+		carol := sessionUser{name: randName("nx")}
+		if _, err := admin.AddUser(context.Background(), client.UserChange{Name: carol.name}); err != nil {
+			t.Fatal(err)
+		}
+		tok, err := admin.CreateToken(context.Background(), carol.name, "t", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc := client.New([]string{pc.HTTPAddr(0)}, client.WithToken(tok.Token))
+		if _, err := cc.StartSession(context.Background(), client.NewSession{}); !isStatus(err, 409) || !strings.Contains(err.Error(), "mure-"+carol.name) {
+			t.Errorf("a user without an account: %v, want 409 naming mure-%s", err, carol.name)
+		}
+	})
+
+	t.Run("web app through another node", func(t *testing.T) {
+		out, err := mureCLI(t, bin, pc.HTTPAddr(0), alice, "session", "new", "--kind", "app", "--json")
+		if err != nil {
+			t.Fatalf("session new app: %v: %s", err, out)
+		}
+		var v client.Session
+		_ = json.Unmarshal([]byte(out), &v)
+		if v.Web != "/web/"+v.ID+"/" {
+			t.Fatalf("web path %q", v.Web)
+		}
+		get := func(tok, path string) (int, string) {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+pc.HTTPAddr(2)+path, nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+			if err != nil {
+				return 0, err.Error()
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		want := "hello from " + alice.account + " at " + v.Web + "x?y=1"
+		testcluster.WaitFor(t, 10*time.Second, "the web app to answer through node 2: "+want, func() bool {
+			code, b := get(alice.token, v.Web+"x?y=1")
+			return code == 200 && b == want
+		})
+		if code, b := get(bob.token, v.Web+"x"); code != 404 {
+			t.Errorf("bob reached alice's app: %d %s", code, b)
+		}
+		if out, err := mureCLI(t, bin, pc.HTTPAddr(2), alice, "session", "kill", v.ID); err != nil {
+			t.Fatalf("kill: %v: %s", err, out)
+		}
+	})
+
+	t.Run("restart elsewhere", func(t *testing.T) {
+		out, err := mureCLI(t, bin, pc.HTTPAddr(0), alice, "session", "new", "--kind", "keep", "--on", pc.ID(2), "--json")
+		if err != nil {
+			t.Fatalf("session new keep: %v: %s", err, out)
+		}
+		var v client.Session
+		_ = json.Unmarshal([]byte(out), &v)
+		if v.Node != pc.ID(2) {
+			t.Fatalf("started on %s, want %s", v.Node, pc.ID(2))
+		}
+		oldPID, _ := os.ReadFile(filepath.Join(pc.Dir(2), "sessions", v.ID, "pid"))
+		pc.Kill(2)
+		var moved client.Session
+		testcluster.WaitFor(t, 15*time.Second, "the session to run on another node", func() bool {
+			for _, l := range sessionsOf(t, bin, pc.HTTPAddr(0), alice) {
+				if l.ID == v.ID && l.Node != pc.ID(2) && l.State == "running" {
+					moved = l
+					return true
+				}
+			}
+			return false
+		})
+		if moved.Restarts != 1 {
+			t.Errorf("restarts %d, want 1", moved.Restarts)
+		}
+		tm.attach("k", bin, pc.HTTPAddr(1), alice, v.ID)
+		tm.waitScreen("k", "started")
+		tm.run("kill-session", "-t", "k")
+		// Back, node 2 ends the holder it kept: the session lives elsewhere.
+		pc.Restart(2)
+		pid, _ := strconv.Atoi(string(oldPID))
+		testcluster.WaitFor(t, 10*time.Second, "node 2 to end its stale holder", func() bool {
+			return pid > 0 && syscall.Kill(pid, 0) != nil
+		})
+		if out, err := mureCLI(t, bin, pc.HTTPAddr(1), alice, "session", "kill", v.ID); err != nil {
+			t.Fatalf("kill: %v: %s", err, out)
+		}
+	})
+
 	if out, err := mureCLI(t, bin, pc.HTTPAddr(1), alice, "session", "kill", s.ID); err != nil {
 		t.Fatalf("kill: %v: %s", err, out)
 	}
@@ -323,3 +455,29 @@ for i in range(30):
 print("started", n, flush=True)
 time.sleep(600)
 `
+
+// webPy is a web session's app: it answers only the node's proxy (the
+// session's secret) and says who it runs as.
+const webPy = `import os, http.server
+secret = os.environ["MURE_SESSION_SECRET"]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.headers.get("X-Mure-Session-Secret") != secret:
+            self.send_response(403)
+            self.end_headers()
+            return
+        body = ("hello from " + os.environ["USER"] + " at " + self.path).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever()
+`
+
+// isStatus reports whether err is an API error with that status.
+func isStatus(err error, status int) bool {
+	var ae *client.APIError
+	return errors.As(err, &ae) && ae.Status == status
+}

@@ -1,6 +1,7 @@
 package sessionhttp
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,11 +109,24 @@ func parseSize(cols, rows uint16) (holder.Size, error) {
 	return holder.Size{Cols: cols, Rows: rows}, nil
 }
 
+// catchUpWait bounds how long a request waits for this node to apply what
+// the leader has: a session started or killed through another node a
+// moment ago is seen (read your writes); without a leader, the local
+// state answers.
+const catchUpWait = time.Second
+
+func (s *Service) catchUp(r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), catchUpWait)
+	defer cancel()
+	_ = s.cl.CatchUp(ctx)
+}
+
 func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
 	user, admin, ok := caller(w, r)
 	if !ok {
 		return
 	}
+	s.catchUp(r)
 	var mine []sessions.Session
 	for _, sess := range s.m.Records() {
 		if sess.User == user || admin && r.URL.Query().Get("all") != "" {
@@ -134,6 +148,10 @@ func (s *Service) own(w http.ResponseWriter, r *http.Request, adminToo bool) (se
 		return sessions.Session{}, "", false
 	}
 	sess, found := s.m.Record(r.PathValue("id"))
+	if !found {
+		s.catchUp(r)
+		sess, found = s.m.Record(r.PathValue("id"))
+	}
 	if !found || sess.User != user && !(adminToo && admin) {
 		writeErr(w, fmt.Errorf("%w: %s (yours are listed by mure session ls)", sessions.ErrNotFound, r.PathValue("id")))
 		return sessions.Session{}, "", false
