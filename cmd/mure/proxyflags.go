@@ -21,6 +21,7 @@ func proxyFlags(fs *flag.FlagSet) func() *proxy.Config {
 	fs.Var(&mem, "proxy-memory", "bytes of objects the proxy keeps in memory (e.g. 256MiB)")
 	fs.Var(&disk, "proxy-disk", "bytes of objects the proxy keeps on disk in DATA/cache (e.g. 10GiB)")
 	fs.Var(&maxObj, "proxy-max-object", "largest body the proxy stores; larger ones are passed through")
+	fs.StringVar(&cfg.Probe.URL, "proxy-probe", "", "every 5 s, time this object (`URL`: http://HOST/PATH, or /PATH of the default origin) through the proxy and from its origin: mure_cache_probe_seconds (paper 003's relay latency; default: off)")
 	fs.BoolVar(&heuristic, "proxy-heuristic", true, "give responses with Last-Modified but no explicit lifetime a heuristic one (10% of their age, at most a day), as RFC 9111 permits")
 	return func() *proxy.Config {
 		if cfg.Addr == "" {

@@ -12,7 +12,7 @@ func (n *Node) proxyService() (*proxy.Service, error) {
 	pc := *n.cfg.Proxy
 	pc.Dir = filepath.Join(n.cfg.DataDir, "cache")
 	pc.NoSync = n.cfg.NoSync
-	pc.Listen = n.withTLS
+	pc.Listen, pc.TLS = n.withTLS, n.scheme() == "https"
 	return proxy.NewService(pc)
 }
 

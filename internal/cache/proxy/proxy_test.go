@@ -375,3 +375,51 @@ func TestRangeFromStoredObject(t *testing.T) {
 		t.Errorf("%d origin fetches, want 2", got)
 	}
 }
+
+// TestCollapseWaitIsBounded: a waiter whose leader's fetch outlasts
+// CollapseWait goes to the origin itself rather than wait on.
+func TestCollapseWaitIsBounded(t *testing.T) {
+	release := make(chan struct{})
+	var first atomic.Bool
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		if first.CompareAndSwap(false, true) {
+			<-release // the leader's fetch hangs
+		}
+		w.Header().Set("Cache-Control", "max-age=60")
+		io.WriteString(w, "x")
+	})
+	defer close(release)
+	p, h := proxyFor(t, o, t.TempDir(), Limits{CollapseWait: 100 * time.Millisecond})
+	go http.Get(p.URL + "/slow")
+	deadline := time.Now().Add(5 * time.Second)
+	for !h.flights.busy("_ /slow") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	resp, body := fetch(t, "GET", p.URL+"/slow")
+	if body != "x" || resp.StatusCode != 200 {
+		t.Fatalf("waiter: %d %q", resp.StatusCode, body)
+	}
+	if waited := time.Since(start); waited > 3*time.Second {
+		t.Errorf("the waiter waited %v for a hung leader", waited)
+	}
+	if n := o.hits.Load(); n != 2 {
+		t.Errorf("%d origin fetches, want 2 (the hung leader's and the waiter's own)", n)
+	}
+}
+
+func TestAbsoluteFormForAnotherSiteRefused(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "origin") })
+	p, _ := proxyFor(t, o, t.TempDir(), Limits{})
+	c, err := net.Dial("tcp", strings.TrimPrefix(p.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "GET http://evil.example/x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+	b, _ := io.ReadAll(c)
+	if !strings.HasPrefix(string(b), "HTTP/1.1 421") || o.hits.Load() != 0 {
+		t.Errorf("absolute-form request for another site: %q (origin saw %d)", strings.SplitN(string(b), "\r\n", 2)[0], o.hits.Load())
+	}
+}

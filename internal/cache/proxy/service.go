@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -35,8 +37,10 @@ type Config struct {
 	Limits Limits
 	// NoSync skips fsync in the disk tier (tests only).
 	NoSync bool
-	// Listen wraps the listener (TLS when the client ports speak it).
+	// Listen wraps the listener (TLS when the client ports speak it);
+	// TLS says it does (the probe then asks over https).
 	Listen func(net.Listener) net.Listener
+	TLS    bool
 	// Alone keeps this node's cache to itself: no key owners, no relay.
 	Alone bool
 	// Sharing, when set, is used instead of the one Start builds from the
@@ -45,25 +49,32 @@ type Config struct {
 	// Purges, when set, is used instead of the cluster's purge records
 	// (tests).
 	Purges PurgeLog
+	// Probe, when its URL is set, times one object through the proxy and
+	// from its origin every few seconds (mure_cache_probe_seconds).
+	Probe Probe
 }
 
 // Service is the caching proxy as a node service ("proxy").
 type Service struct {
 	cfg Config
 
-	mu    sync.Mutex
-	h     *Handler
-	srv   *http.Server
-	addr  string
-	done  chan struct{}
-	tiers *tier.Tiers
+	mu     sync.Mutex
+	h      *Handler
+	srv    *http.Server
+	addr   string
+	done   chan struct{}
+	tiers  *tier.Tiers
+	probe  *prober
+	stop   context.CancelFunc
+	probed chan struct{}
 }
 
 // Status is the service's part of /status.
 type Status struct {
-	Addr    string     `json:"addr"`
-	Origins []string   `json:"origins"`
-	Tiers   tier.Stats `json:"tiers"`
+	Addr    string       `json:"addr"`
+	Origins []string     `json:"origins"`
+	Tiers   tier.Stats   `json:"tiers"`
+	Probe   *ProbeStatus `json:"probe,omitempty"`
 }
 
 // NewService checks cfg and returns the service.
@@ -71,8 +82,15 @@ func NewService(cfg Config) (*Service, error) {
 	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
 		return nil, fmt.Errorf("proxy: --proxy %q: %w", cfg.Addr, err)
 	}
-	if _, err := newRouter(cfg.Origins); err != nil {
+	rt, err := newRouter(cfg.Origins)
+	if err != nil {
 		return nil, err
+	}
+	if cfg.Probe.URL != "" {
+		u, err := url.Parse(cfg.Probe.URL)
+		if err != nil || u.Path == "" || rt.route(cmp.Or(u.Host, "localhost"), u.Path) == nil {
+			return nil, errBadProbe(cfg.Probe.URL)
+		}
 	}
 	if cfg.MemoryBytes < 0 || cfg.DiskBytes < 0 {
 		return nil, errors.New("proxy: tier sizes must not be negative")
@@ -161,6 +179,22 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 			env.Logger.Error("proxy server stopped", "err", err)
 		}
 	}()
+	if s.cfg.Probe.URL != "" {
+		p, err := h.newProber(s.cfg.Probe, s.addr, s.cfg.TLS)
+		if err != nil {
+			return errors.Join(err, s.Stop(context.Background()))
+		}
+		if env.Metrics != nil {
+			if err := env.Metrics.Register(p.latency); err != nil {
+				return errors.Join(err, s.Stop(context.Background()))
+			}
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		s.mu.Lock()
+		s.probe, s.stop, s.probed = p, stop, make(chan struct{})
+		s.mu.Unlock()
+		go func() { defer close(s.probed); p.run(ctx) }()
+	}
 	env.Logger.Info("caching proxy listening", "addr", s.addr, "origins", len(s.cfg.Origins), "disk", s.cfg.Dir)
 	return nil
 }
@@ -169,10 +203,14 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 // ctx) and for background revalidations, and closes the tiers.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	srv, done, h, tiers := s.srv, s.done, s.h, s.tiers
+	srv, done, h, tiers, stopProbe, probed := s.srv, s.done, s.h, s.tiers, s.stop, s.probed
 	s.mu.Unlock()
 	if srv == nil {
 		return nil
+	}
+	if stopProbe != nil {
+		stopProbe()
+		<-probed
 	}
 	err := srv.Shutdown(ctx)
 	if err != nil {
@@ -201,6 +239,10 @@ func (s *Service) Status() any {
 	}
 	if s.tiers != nil {
 		st.Tiers = s.tiers.Stats()
+	}
+	if s.probe != nil {
+		ps := s.probe.status()
+		st.Probe = &ps
 	}
 	return st
 }
