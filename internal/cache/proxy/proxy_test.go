@@ -24,7 +24,7 @@ type origin struct {
 	hits atomic.Int64
 }
 
-func newOrigin(t *testing.T, h http.HandlerFunc) *origin {
+func newOrigin(t testing.TB, h http.HandlerFunc) *origin {
 	o := &origin{}
 	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o.hits.Add(1)
@@ -35,12 +35,12 @@ func newOrigin(t *testing.T, h http.HandlerFunc) *origin {
 }
 
 // proxyFor starts a proxy in front of the origin with its disk tier in dir.
-func proxyFor(t *testing.T, o *origin, dir string, lim Limits) (*httptest.Server, *Handler) {
+func proxyFor(t testing.TB, o *origin, dir string, lim Limits) (*httptest.Server, *Handler) {
 	t.Helper()
 	return proxyForURL(t, o.URL, dir, lim)
 }
 
-func proxyForURL(t *testing.T, originURL, dir string, lim Limits) (*httptest.Server, *Handler) {
+func proxyForURL(t testing.TB, originURL, dir string, lim Limits) (*httptest.Server, *Handler) {
 	t.Helper()
 	u, _ := url.Parse(originURL)
 	tiers, err := tier.Open(tier.Config{Dir: dir, NoSync: true})
