@@ -60,6 +60,22 @@ func (c *Client) Status(ctx context.Context) (json.RawMessage, error) {
 	return raw, nil
 }
 
+// History returns GET /history: every node's figures over time as the
+// node holds them, newer than since (Unix seconds; 0: all), of the nodes
+// named (none: every one). Decode it with the wire format in
+// docs/api.md (internal/history.Dump in this module).
+func (c *Client) History(ctx context.Context, since int64, nodes ...string) (json.RawMessage, error) {
+	q := url.Values{"since": {strconv.FormatInt(since, 10)}}
+	if len(nodes) > 0 {
+		q["node"] = nodes
+	}
+	var raw json.RawMessage
+	if err := c.getJSON(ctx, "/history", q, &raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
 // FileStatus returns the replica state of one file.
 func (c *Client) FileStatus(ctx context.Context, path string) (json.RawMessage, error) {
 	p, err := filesPath("/status/files/", path)

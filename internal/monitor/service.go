@@ -119,14 +119,19 @@ func (s *Service) Status() any {
 // embedding a node).
 func (s *Service) History() *history.Set { return s.set }
 
+// loop samples, pulls and publishes on each whole interval of the clock:
+// a reading a little late still rounds to its own second (a ticker
+// started at x.5 s would put late and early readings in one second and
+// leave the next empty).
 func (s *Service) loop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Interval)
+	t := time.NewTimer(time.Until(time.Now().Truncate(s.cfg.Interval).Add(s.cfg.Interval)))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			t.Reset(time.Until(time.Now().Truncate(s.cfg.Interval).Add(s.cfg.Interval)))
 			s.sample()
 			s.pull(ctx)
 			s.ui.publish()
