@@ -3,6 +3,7 @@
 package systest
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -100,14 +101,9 @@ func TestCachePurgeReachesNodeThatWasDown(t *testing.T) {
 	}
 	other := (owner + 1) % 3
 	c.Stop(owner)
-	resp, err := http.Post("http://"+c.HTTPAddr(other)+"/cache/purge?url=/doomed", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"recorded": true`) {
-		t.Fatalf("purge: %d %s", resp.StatusCode, b)
+	res, err := c.Client(other).PurgeCache(context.Background(), "/doomed", false)
+	if err != nil || !res.Recorded || res.Key != "_ /doomed" {
+		t.Fatalf("purge: %+v %v", res, err)
 	}
 	c.Restart(owner)
 	before := hits.Load()
@@ -116,5 +112,37 @@ func TestCachePurgeReachesNodeThatWasDown(t *testing.T) {
 	}
 	if hits.Load() != before+1 {
 		t.Errorf("origin fetches %d → %d, want one more", before, hits.Load())
+	}
+}
+
+// TestCacheRestartKeepsDiskTier: a node stopped and started again answers
+// from the objects its disk tier kept.
+func TestCacheRestartKeepsDiskTier(t *testing.T) {
+	var hits atomic.Int64
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Cache-Control", "max-age=600")
+		io.WriteString(w, "kept "+r.URL.Path)
+	}))
+	defer origin.Close()
+	u, _ := url.Parse(origin.URL)
+	addr := testcluster.FreeAddr(t)
+	c := testcluster.Start(t, 1, testcluster.Options{Setup: func(i int, cfg *node.Config) {
+		cfg.Proxy = &proxy.Config{Addr: addr, Origins: []proxy.Origin{{URL: u}}}
+	}})
+	get := func() (string, string) {
+		resp, err := http.Get("http://" + addr + "/k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return string(b), resp.Header.Get("Cache-Status")
+	}
+	get()
+	c.Restart(0)
+	body, st := get()
+	if body != "kept /k" || !strings.HasPrefix(st, "mure; hit") || hits.Load() != 1 {
+		t.Errorf("after a restart: %q %q, %d origin fetches", body, st, hits.Load())
 	}
 }

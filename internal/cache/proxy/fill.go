@@ -13,7 +13,7 @@ import (
 // that a whole response can be stored) and answers the client: from the
 // stored object when it was stored, else passing the response through.
 // It reports whether the object was stored.
-func (h *Handler) fetch(w http.ResponseWriter, r *http.Request, o *Origin, key string, _ *tier.Object, st cache.Status) bool {
+func (h *Handler) fetch(w http.ResponseWriter, r *http.Request, o *Origin, key string, st cache.Status) bool {
 	x, err := h.roundTrip(r.Context(), r, o, http.MethodGet, nil, true, nil)
 	if err != nil {
 		h.originError(w, err)

@@ -182,7 +182,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, o *Origin, key, f
 		stored := false
 		defer func() { h.flights.finish(key, fl, stored) }()
 		h.metrics.requests.WithLabelValues(resultMiss).Inc()
-		stored = h.fetch(w, r, o, key, nil, cache.Status{Fwd: fwd})
+		stored = h.fetch(w, r, o, key, cache.Status{Fwd: fwd})
 		return
 	default:
 		h.metrics.collapsed.Inc()
@@ -198,7 +198,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, o *Origin, key, f
 		}
 	}
 	h.metrics.requests.WithLabelValues(resultMiss).Inc()
-	h.fetch(w, r, o, key, nil, cache.Status{Fwd: fwd})
+	h.fetch(w, r, o, key, cache.Status{Fwd: fwd})
 }
 
 // writeStored answers from a stored object: its header with Age and
