@@ -64,7 +64,8 @@ func TestServiceWithProbe(t *testing.T) {
 	var st Status
 	for time.Now().Before(deadline) {
 		st = s.Status().(Status)
-		if st.Probe != nil && st.Probe.CacheSecs > 0 && st.Probe.OriginSecs > 0 && st.Tiers.Objects == 1 {
+		hits := testutil.ToFloat64(s.h.metrics.requests.WithLabelValues(resultHit))
+		if st.Probe != nil && st.Probe.CacheSecs > 0 && st.Probe.OriginSecs > 0 && st.Tiers.Objects == 1 && hits >= 1 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -76,6 +77,6 @@ func TestServiceWithProbe(t *testing.T) {
 		t.Errorf("%d probe series, want 2", n)
 	}
 	if v := testutil.ToFloat64(s.h.metrics.requests.WithLabelValues(resultHit)); v < 1 {
-		t.Errorf("no hit counted (%v)", v)
+		t.Errorf("no hit counted (%v): the probe's second fetch should be one", v)
 	}
 }
