@@ -32,7 +32,7 @@ type sessionUser struct {
 
 // needSessions skips unless this test may create Unix accounts and drive
 // a terminal (root, useradd, tmux: scripts/test.sh installs tmux).
-func needSessions(t *testing.T) {
+func needSessions(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("sessions run as their user's own Unix account: the test creates accounts and needs root")
@@ -51,7 +51,7 @@ func randName(prefix string) string {
 }
 
 // addSessionUser makes a mure user, its token and its Unix account.
-func addSessionUser(t *testing.T, c *client.Client) sessionUser {
+func addSessionUser(t testing.TB, c *client.Client) sessionUser {
 	t.Helper()
 	ctx := context.Background()
 	u := sessionUser{name: randName("st")}
