@@ -4,10 +4,14 @@ package holder
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/charmbracelet/x/vt"
 )
 
 // nobody is an unprivileged account present on every Debian system.
@@ -55,7 +59,9 @@ func readUntil(t *testing.T, c *Conn, want string) string {
 	for !strings.Contains(seen.String(), want) {
 		typ, p, err := c.Next()
 		if err != nil {
-			t.Fatalf("want %q, read %q then %v", want, seen.String(), err)
+			tail := seen.String()
+			tail = tail[max(0, len(tail)-200):]
+			t.Fatalf("want %q, read %d bytes ending %q, then %v", want, seen.Len(), tail, err)
 		}
 		if typ == FrameScreen || typ == FrameOutput {
 			seen.Write(p)
@@ -130,4 +136,87 @@ func TestRefusesPrivilegedAccounts(t *testing.T) {
 			t.Errorf("uid %d accepted", uid)
 		}
 	}
+}
+
+// A client that never reads neither stalls the session nor the other
+// clients; when it reads again it gets a fresh screen, not the backlog.
+func TestSlowClientGetsAFreshScreen(t *testing.T) {
+	old := queueBytes
+	queueBytes = 8 << 10
+	t.Cleanup(func() { queueBytes = old })
+	// 400 kB in 1000-column lines: more than the slow client's socket
+	// buffers and queue hold (the emulator's pace is slow; few scrolls).
+	dir := startHolder(t, `read go; head -c 400000 /dev/zero | tr '\0' x; echo; echo done-writing; sleep 30`)
+	ctx := context.Background()
+	slow, err := Attach(ctx, dir, Size{Cols: 1000, Rows: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	_ = slow.c.(*net.UnixConn).SetReadBuffer(4 << 10)
+	fast, err := Attach(ctx, dir, Size{Cols: 1000, Rows: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Close()
+	if err := fast.Input([]byte("go\r")); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, fast, "done-writing") // written while slow read nothing
+
+	_ = slow.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	screens := 0
+	var last []byte
+	for !strings.Contains(string(last), "done-writing") {
+		typ, p, err := slow.Next()
+		if err != nil {
+			t.Fatalf("slow client: %v after %d screens", err, screens)
+		}
+		if typ == FrameScreen {
+			screens++
+		}
+		last = p
+	}
+	if screens < 2 {
+		t.Fatalf("the slow client got %d screen(s): want the first and a fresh one after it fell behind", screens)
+	}
+}
+
+// A flood of keystrokes all reaches the program.
+func TestInputFlood(t *testing.T) {
+	const n = 1 << 20
+	dir := startHolder(t, `stty raw -echo; head -c 1048576 >/dev/null; echo got-all; sleep 30`)
+	ctx := context.Background()
+	c, err := Attach(ctx, dir, Size{Cols: 40, Rows: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	readUntil(t, c, "") // the first screen: the program runs
+	time.Sleep(200 * time.Millisecond) // stty must have run before raw bytes count
+	chunk := []byte(strings.Repeat("a", 16<<10))
+	for sent := 0; sent < n; sent += len(chunk) {
+		if err := c.Input(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readUntil(t, c, "got-all")
+}
+
+// BenchmarkScreen measures how fast the holder's emulator takes output
+// that scrolls (an 80x24 terminal, short lines): the pace a program
+// printing without pause is held to. docs/benchmarks.md records figures.
+func BenchmarkScreen(b *testing.B) {
+	var sb strings.Builder
+	for i := range 10000 {
+		fmt.Fprintf(&sb, "line %d of the output\r\n", i)
+	}
+	data := []byte(sb.String())
+	e := vt.NewEmulator(80, 24)
+	e.SetScrollbackSize(1000)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		_, _ = e.Write(data)
+	}
+	b.ReportMetric(float64(b.N*10000)/b.Elapsed().Seconds(), "lines/s")
 }

@@ -11,9 +11,18 @@ import (
 	"github.com/creack/pty"
 )
 
-// queueFrames bounds what waits for one client: beyond it, the client
-// gets a fresh screen instead of the output it missed.
-const queueFrames = 256
+// queueBytes bounds the output waiting for one client (beside its
+// socket's buffer, peerSockBuf): beyond it, the client gets a fresh
+// screen instead of the output it missed. A variable for the tests.
+var queueBytes = 256 << 10
+
+// queueFrames bounds the frames waiting for one client.
+const queueFrames = 1024
+
+// peerSockBuf is the kernel's send buffer per client socket: with
+// queueBytes, what a client that does not read can hold of the holder's
+// memory.
+const peerSockBuf = 64 << 10
 
 // peer is one connection to the holder.
 type peer struct {
@@ -22,6 +31,7 @@ type peer struct {
 	out     chan []byte
 	wake    chan struct{}
 	behind  bool          // guarded by holder.mu: output was dropped
+	bytes   int           // guarded by holder.mu: bytes queued in out
 	done    chan struct{} // closed when the connection's reader ends
 	flushed chan struct{} // closed when the writer has returned
 }
@@ -44,8 +54,17 @@ func (p *peer) queue(f []byte) {
 	if p.behind {
 		return
 	}
+	if p.bytes+len(f) > queueBytes && len(p.out) > 0 {
+		p.behind = true
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
 	select {
 	case p.out <- f:
+		p.bytes += len(f)
 	default:
 		p.behind = true
 		select {
@@ -70,6 +89,9 @@ func (h *holder) serve(c net.Conn) {
 	p := &peer{conn: c, out: make(chan []byte, queueFrames), wake: make(chan struct{}, 1),
 		done: make(chan struct{}), flushed: make(chan struct{})}
 	defer c.Close()
+	if uc, ok := c.(*net.UnixConn); ok {
+		_ = uc.SetWriteBuffer(peerSockBuf)
+	}
 	go h.write(p)
 	defer close(p.done)
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -125,13 +147,16 @@ func (h *holder) write(p *peer) {
 			for len(p.out) > 0 {
 				<-p.out
 			}
-			p.behind = false
+			p.behind, p.bytes = false, 0
 			f = frame(FrameScreen, h.screenLocked())
 		}
 		h.mu.Unlock()
 		if f == nil {
 			select {
 			case f = <-p.out:
+				h.mu.Lock()
+				p.bytes -= len(f)
+				h.mu.Unlock()
 			case <-p.wake:
 				continue
 			case <-p.done:
