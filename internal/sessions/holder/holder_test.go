@@ -192,7 +192,7 @@ func TestInputFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	readUntil(t, c, "") // the first screen: the program runs
+	readUntil(t, c, "")                // the first screen: the program runs
 	time.Sleep(200 * time.Millisecond) // stty must have run before raw bytes count
 	chunk := []byte(strings.Repeat("a", 16<<10))
 	for sent := 0; sent < n; sent += len(chunk) {
