@@ -16,8 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/mure-dev/mure/client"
 	"github.com/mure-dev/mure/internal/mount"
+	"github.com/mure-dev/mure/internal/node"
 	"github.com/mure-dev/mure/internal/testcluster"
 )
 
@@ -267,11 +272,41 @@ func TestMountFiles(t *testing.T) {
 
 // Two mounts on two nodes see each other's closed writes, and a mount
 // that read a file before does not serve its old pages after another
-// node rewrote it.
+// node rewrote it. A file put over S3 is read through a mount, and one
+// written through a mount is read over S3.
 func TestMountTwoNodes(t *testing.T) {
-	c := testcluster.Start(t, 2)
+	c := testcluster.Start(t, 2, testcluster.Options{Setup: func(_ int, cfg *node.Config) { cfg.S3Addr = testcluster.FreeAddr(t) }})
 	a := mountOf(t, c.Token(), c.HTTPAddr(0))
 	b := mountOf(t, c.Token(), c.HTTPAddr(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	key, err := c.Client(0).CreateAccessKey(ctx, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3c := s3.New(s3.Options{BaseEndpoint: aws.String("http://" + c.Nodes[0].S3Addr()), Region: "us-east-1", UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(key.ID, key.Secret, "")})
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("photos")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String("from s3.txt"), Body: strings.NewReader("put over s3")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustRead(t, filepath.Join(b, "photos", "from s3.txt")); string(got) != "put over s3" {
+		t.Fatalf("the mount reads %q of an S3 object", got)
+	}
+	if err := os.WriteFile(filepath.Join(b, "photos", "from mount.txt"), []byte("written on a mount"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("photos"), Key: aws.String("from mount.txt")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(out.Body)
+	out.Body.Close()
+	if string(got) != "written on a mount" {
+		t.Fatalf("S3 reads %q of a file written on a mount", got)
+	}
 	if err := os.WriteFile(filepath.Join(a, "shared.txt"), []byte("one from a"), 0o644); err != nil {
 		t.Fatal(err)
 	}
