@@ -221,17 +221,22 @@ func (d *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	ctx, cancel := d.m.ctx(ctx)
 	defer cancel()
 	k := join(d.key(), name)
-	page, err := d.m.files.List(ctx, client.ListOptions{Prefix: k + "/", Limit: 2, Consistent: true})
+	page, err := d.m.files.List(ctx, client.ListOptions{Prefix: k + "/", Limit: len(markers) + 1, Consistent: true})
 	if err != nil {
 		return errno(err)
 	}
 	switch {
 	case len(page.Files) == 0:
 		return syscall.ENOENT
-	case len(page.Files) > 1 || page.Files[0].Path != k+"/"+DirMarker:
+	case !onlyMarkers(k, page.Files):
 		return syscall.ENOTEMPTY
 	}
-	return errno(d.m.files.Delete(ctx, k+"/"+DirMarker, nil))
+	for _, f := range page.Files {
+		if err := d.m.files.Delete(ctx, f.Path, nil); err != nil && !errors.Is(err, client.ErrNotFound) {
+			return errno(err)
+		}
+	}
+	return 0
 }
 
 // Rename moves a file with the cluster's rename (a copy, then a delete of
@@ -271,7 +276,7 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 		if err != nil {
 			return errno(err)
 		}
-		if keys, err := d.m.below(ctx, to); err != nil || len(keys) != 1 || keys[0].Path != to+"/"+DirMarker {
+		if keys, err := d.m.below(ctx, to); err != nil || !onlyMarkers(to, keys) {
 			return syscall.ENOTEMPTY
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,8 +31,24 @@ type Files interface {
 // marker as the WebDAV face's; listings hide it).
 const DirMarker = ".mure-dir"
 
-// hidden are other faces' bookkeeping names, never shown nor made here.
-var hidden = map[string]bool{DirMarker: true, ".s3bucket": true, ".s3uploads": true}
+// hidden are other faces' bookkeeping names, never shown nor made here:
+// folder markers (this one's, S3's bucket and folder markers) and S3's
+// multipart uploads.
+var hidden = map[string]bool{DirMarker: true, ".s3bucket": true, ".s3folder": true, ".s3uploads": true}
+
+// markers are the files whose only job is to keep a folder: a folder that
+// holds nothing else is empty.
+var markers = map[string]bool{DirMarker: true, ".s3bucket": true, ".s3folder": true}
+
+// onlyMarkers reports whether every key in keys is a marker of the folder k.
+func onlyMarkers(k string, keys []client.FileInfo) bool {
+	for _, f := range keys {
+		if !markers[strings.TrimPrefix(f.Path, k+"/")] {
+			return false
+		}
+	}
+	return true
+}
 
 // Config configures a mount.
 type Config struct {

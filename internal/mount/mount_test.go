@@ -295,6 +295,17 @@ func TestMountTwoNodes(t *testing.T) {
 	if got := mustRead(t, filepath.Join(b, "photos", "from s3.txt")); string(got) != "put over s3" {
 		t.Fatalf("the mount reads %q of an S3 object", got)
 	}
+	// An S3 "folder" (a key ending in '/') is an empty folder here.
+	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String("album/"), Body: strings.NewReader("")}); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(filepath.Join(b, "photos", "album"))
+	if err != nil || len(ents) != 0 {
+		t.Fatalf("an S3 folder reads as %v, %v; want an empty folder", ents, err)
+	}
+	if err := os.Remove(filepath.Join(b, "photos", "album")); err != nil {
+		t.Fatalf("rmdir of an S3 folder: %v", err)
+	}
 	if err := os.WriteFile(filepath.Join(b, "photos", "from mount.txt"), []byte("written on a mount"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -34,8 +34,9 @@ type Files interface {
 const DirMarker = ".mure-dir"
 
 // hidden are the names of other faces' bookkeeping (the S3 face's bucket
-// marker and multipart uploads folder; this face does not import it).
-var hidden = map[string]bool{DirMarker: true, ".s3bucket": true, ".s3uploads": true}
+// marker, folder marker and multipart uploads folder; this face does not
+// import it).
+var hidden = map[string]bool{DirMarker: true, ".s3bucket": true, ".s3folder": true, ".s3uploads": true}
 
 // FS is a webdav.FileSystem over the file API. The namespace is flat (keys
 // like a/b/c); this face shows it as a tree (docs/access.md, "Folders"):
