@@ -121,10 +121,18 @@ func (m *monitorReader) read() history.Reading {
 func (n *Node) Monitor() *monitor.Service { return n.monitor }
 
 // monitorExtra is what the dashboard shows besides the history: this
-// node's front door (its policy and decisions), when it has one.
+// node's front door (its policy and decisions) and its caching proxy
+// (counts, tiers, probe), when it has them.
 func (n *Node) monitorExtra() map[string]any {
-	if n.door == nil {
+	extra := map[string]any{}
+	if n.door != nil {
+		extra["front"] = n.door.Status()
+	}
+	if n.proxy != nil {
+		extra["cache"] = n.proxy.Status()
+	}
+	if len(extra) == 0 {
 		return nil
 	}
-	return map[string]any{"front": n.door.Status()}
+	return extra
 }

@@ -79,7 +79,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, x *exchange, he
 	}
 	n, _ := w.Write(head)
 	m, err := io.Copy(w, x.resp.Body)
-	h.metrics.bytes.WithLabelValues("origin").Add(float64(int64(n) + m))
+	h.metrics.served("origin", int64(n)+m)
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
@@ -113,14 +113,14 @@ func (h *Handler) validate(w http.ResponseWriter, r *http.Request, o *Origin, ke
 				st.FwdStatus = x.resp.StatusCode
 				x.close()
 			}
-			h.metrics.requests.WithLabelValues(resultStale).Inc()
+			h.metrics.result(resultStale)
 			st.Detail = "stale-if-error"
 			h.writeStored(w, r, obj, st)
 			return
 		}
 		if err != nil {
 			if h.policy.StaleWhenDisconnected(obj.Stored()) && r.Context().Err() == nil {
-				h.metrics.requests.WithLabelValues(resultStale).Inc()
+				h.metrics.result(resultStale)
 				st.Detail = "origin-unreachable"
 				h.writeStored(w, r, obj, st)
 				return
@@ -131,13 +131,13 @@ func (h *Handler) validate(w http.ResponseWriter, r *http.Request, o *Origin, ke
 	}
 	defer x.close()
 	if x.resp.StatusCode == http.StatusNotModified {
-		h.metrics.requests.WithLabelValues(resultRevalidated).Inc()
+		h.metrics.result(resultRevalidated)
 		fresh := h.freshen(obj, x)
 		st.FwdStatus, st.Stored = http.StatusNotModified, true
 		h.writeStored(w, r, fresh, st)
 		return
 	}
-	h.metrics.requests.WithLabelValues(resultMiss).Inc()
+	h.metrics.result(resultMiss)
 	h.answer(w, r, key, x, st)
 }
 
@@ -217,6 +217,6 @@ func (h *Handler) forwardUnsafe(w http.ResponseWriter, r *http.Request, o *Origi
 		h.removeLocal(rm)
 		h.broadcast(rm)
 	}
-	h.metrics.requests.WithLabelValues(resultBypass).Inc()
+	h.metrics.result(resultBypass)
 	h.stream(w, r, x, nil, cache.Status{Fwd: cache.FwdMethod, FwdStatus: x.resp.StatusCode})
 }

@@ -83,7 +83,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.serve(w,
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, owner bool) {
 	o := h.router.route(r.Host, r.URL.Path)
 	if o == nil {
-		h.metrics.requests.WithLabelValues(resultRefused).Inc()
+		h.metrics.result(resultRefused)
 		api.Error(w, http.StatusMisdirectedRequest, api.CodeForbidden,
 			"this proxy serves no origin for Host "+strconv.Quote(r.Host)+" (see --proxy-origin)")
 		return
@@ -93,7 +93,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, owner bool) {
 	case r.Method != http.MethodGet && r.Method != http.MethodHead:
 		h.forwardUnsafe(w, r, o)
 	case r.Header.Get("Upgrade") != "":
-		h.metrics.requests.WithLabelValues(resultBypass).Inc()
+		h.metrics.result(resultBypass)
 		h.pass(w, r, o, cache.Status{Fwd: cache.FwdBypass})
 	default:
 		h.serveCacheable(w, r, o, key, owner)
@@ -130,11 +130,11 @@ func (h *Handler) serveCacheable(w http.ResponseWriter, r *http.Request, o *Orig
 		case err != nil:
 			// Evicted or corrupt since the lookup: a miss.
 		case d.Action == cache.Serve:
-			h.metrics.requests.WithLabelValues(resultHit).Inc()
+			h.metrics.result(resultHit)
 			h.writeStored(w, r, obj, cache.Status{Hit: true, TTL: d.TTL(), HasTTL: true})
 			return
 		case d.Action == cache.ServeStale:
-			h.metrics.requests.WithLabelValues(resultStale).Inc()
+			h.metrics.result(resultStale)
 			h.revalidateLater(r, o, key, obj)
 			h.writeStored(w, r, obj, cache.Status{Hit: true, TTL: d.TTL(), HasTTL: true, Detail: "stale-while-revalidate"})
 			return
@@ -155,7 +155,7 @@ func (h *Handler) serveCacheable(w http.ResponseWriter, r *http.Request, o *Orig
 	if r.Header.Get("Range") != "" {
 		// Ranges are answered from stored whole objects only; partial
 		// responses are not stored.
-		h.metrics.requests.WithLabelValues(resultBypass).Inc()
+		h.metrics.result(resultBypass)
 		h.pass(w, r, o, cache.Status{Fwd: cache.FwdBypass, Detail: "range"})
 		return
 	}
@@ -164,7 +164,7 @@ func (h *Handler) serveCacheable(w http.ResponseWriter, r *http.Request, o *Orig
 		fwd = cache.FwdVaryMiss
 	}
 	if r.Method == http.MethodHead {
-		h.metrics.requests.WithLabelValues(resultMiss).Inc()
+		h.metrics.result(resultMiss)
 		h.pass(w, r, o, cache.Status{Fwd: fwd})
 		return
 	}
@@ -181,15 +181,15 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, o *Origin, key, f
 	case leader:
 		stored := false
 		defer func() { h.flights.finish(key, fl, stored) }()
-		h.metrics.requests.WithLabelValues(resultMiss).Inc()
+		h.metrics.result(resultMiss)
 		stored = h.fetch(w, r, o, key, cache.Status{Fwd: fwd})
 		return
 	default:
-		h.metrics.collapsed.Inc()
+		h.metrics.collapsedWait()
 		if fl.wait(r.Context(), h.limits.CollapseWait) {
 			if meta, _ := h.lookup(key, r.Header); meta != nil {
 				if obj, err := h.tiers.Get(meta); err == nil {
-					h.metrics.requests.WithLabelValues(resultCollapsed).Inc()
+					h.metrics.result(resultCollapsed)
 					d := h.policy.Decide(cache.Header{}, meta.Stored(), h.now())
 					h.writeStored(w, r, obj, cache.Status{Hit: true, Collapsed: true, TTL: d.TTL(), HasTTL: true})
 					return
@@ -197,7 +197,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, o *Origin, key, f
 			}
 		}
 	}
-	h.metrics.requests.WithLabelValues(resultMiss).Inc()
+	h.metrics.result(resultMiss)
 	h.fetch(w, r, o, key, cache.Status{Fwd: fwd})
 }
 
@@ -227,19 +227,19 @@ func (h *Handler) writeStored(w http.ResponseWriter, r *http.Request, obj *tier.
 	w.WriteHeader(obj.Status)
 	if r.Method != http.MethodHead {
 		n, _ := w.Write(obj.Body)
-		h.metrics.bytes.WithLabelValues("cache").Add(float64(n))
+		h.metrics.served("cache", int64(n))
 	}
 }
 
 func (h *Handler) gatewayTimeout(w http.ResponseWriter) {
-	h.metrics.requests.WithLabelValues(resultMiss).Inc()
+	h.metrics.result(resultMiss)
 	w.Header().Set("Cache-Status", cache.Status{Fwd: cache.FwdMiss, Detail: "only-if-cached"}.String(cacheName))
 	api.Error(w, http.StatusGatewayTimeout, api.CodeGatewayTimeout, "only-if-cached: the object is not in the cache")
 }
 
 // originError answers a failed origin fetch: 504 on a timeout, else 502.
 func (h *Handler) originError(w http.ResponseWriter, err error) {
-	h.metrics.requests.WithLabelValues(resultError).Inc()
+	h.metrics.result(resultError)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errBodyTimeout) {
 		api.Error(w, http.StatusGatewayTimeout, api.CodeGatewayTimeout, "the origin did not answer in time: "+err.Error())
 		return

@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"maps"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mure-dev/mure/internal/cache/tier"
@@ -19,16 +22,70 @@ const (
 	resultPeer        = "peer"
 )
 
-// metrics are the proxy's collectors (mure_cache_*).
+// metrics are the proxy's collectors (mure_cache_*), and the same counts
+// kept for /status and the dashboard.
 type metrics struct {
 	requests  *prometheus.CounterVec
 	bytes     *prometheus.CounterVec
 	fetches   prometheus.Counter
 	collapsed prometheus.Counter
+
+	mu     sync.Mutex
+	counts Counts
+}
+
+// Counts are the proxy's running totals since the node started.
+type Counts struct {
+	// Requests by result (hit, stale, revalidated, miss, collapsed,
+	// bypass, refused, error, peer).
+	Requests map[string]int64 `json:"requests"`
+	// Bytes of bodies sent to clients, by where they came from (cache,
+	// origin, peer).
+	Bytes         map[string]int64 `json:"bytes"`
+	OriginFetches int64            `json:"origin_fetches"`
+	CollapsedWait int64            `json:"collapsed_waits"`
+}
+
+func (m *metrics) result(r string) {
+	m.requests.WithLabelValues(r).Inc()
+	m.mu.Lock()
+	m.counts.Requests[r]++
+	m.mu.Unlock()
+}
+
+func (m *metrics) served(from string, n int64) {
+	m.bytes.WithLabelValues(from).Add(float64(n))
+	m.mu.Lock()
+	m.counts.Bytes[from] += n
+	m.mu.Unlock()
+}
+
+func (m *metrics) originFetch() {
+	m.fetches.Inc()
+	m.mu.Lock()
+	m.counts.OriginFetches++
+	m.mu.Unlock()
+}
+
+func (m *metrics) collapsedWait() {
+	m.collapsed.Inc()
+	m.mu.Lock()
+	m.counts.CollapsedWait++
+	m.mu.Unlock()
+}
+
+// snapshot copies the counts.
+func (m *metrics) snapshot() Counts {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.counts
+	c.Requests, c.Bytes = maps.Clone(c.Requests), maps.Clone(c.Bytes)
+	return c
 }
 
 func newMetrics() *metrics {
 	return &metrics{
+		counts: Counts{Requests: map[string]int64{}, Bytes: map[string]int64{}},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Subsystem: "cache", Name: "requests_total",
 			Help: "Requests to the caching proxy by result: hit, stale (served stale), revalidated (304 from the origin), miss, collapsed (waited for another request's fetch), bypass (not cacheable), refused (unknown Host), error, peer (relayed from the key's owner node)."}, []string{"result"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Subsystem: "cache", Name: "served_bytes_total",

@@ -76,7 +76,7 @@ func (h *Handler) roundTrip(ctx context.Context, r *http.Request, o *Origin, met
 	if body != nil {
 		out.ContentLength = r.ContentLength
 	}
-	h.metrics.fetches.Inc()
+	h.metrics.originFetch()
 	x := &exchange{reqTime: h.now(), cancel: cancel}
 	resp, err := h.transport.RoundTrip(out)
 	if err != nil {

@@ -75,6 +75,7 @@ type Status struct {
 	Origins []string     `json:"origins"`
 	Tiers   tier.Stats   `json:"tiers"`
 	Probe   *ProbeStatus `json:"probe,omitempty"`
+	Counts  Counts       `json:"counts"`
 }
 
 // NewService checks cfg and returns the service.
@@ -243,6 +244,9 @@ func (s *Service) Status() any {
 	if s.probe != nil {
 		ps := s.probe.status()
 		st.Probe = &ps
+	}
+	if s.h != nil {
+		st.Counts = s.h.metrics.snapshot()
 	}
 	return st
 }

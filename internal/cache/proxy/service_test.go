@@ -70,13 +70,14 @@ func TestServiceWithProbe(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	st = s.Status().(Status)
 	if st.Probe == nil || st.Probe.CacheError != "" || st.Probe.OriginError != "" || st.Probe.CacheSecs <= 0 || st.Tiers.Objects != 1 {
 		t.Fatalf("status %+v probe %+v", st, st.Probe)
 	}
 	if n := testutil.CollectAndCount(reg, "mure_cache_probe_seconds"); n != 2 {
 		t.Errorf("%d probe series, want 2", n)
 	}
-	if v := testutil.ToFloat64(s.h.metrics.requests.WithLabelValues(resultHit)); v < 1 {
-		t.Errorf("no hit counted (%v): the probe's second fetch should be one", v)
+	if v := testutil.ToFloat64(s.h.metrics.requests.WithLabelValues(resultHit)); v < 1 || st.Counts.Requests[resultHit] < 1 || st.Counts.Bytes["cache"] < 10<<10 {
+		t.Errorf("hits %v, counts %+v: the probe's second fetch should be a hit", v, st.Counts)
 	}
 }

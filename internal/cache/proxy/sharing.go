@@ -141,7 +141,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, owner Peer) erro
 		// Not the proxy's answer (no route there: the owner runs no proxy).
 		return errNoOwner
 	}
-	h.metrics.requests.WithLabelValues(resultPeer).Inc()
+	h.metrics.result(resultPeer)
 	copyHeader(w.Header(), resp.Header)
 	w.Header().Set("Cache-Status", resp.Header.Get("Cache-Status")+", "+
 		cache.Status{Fwd: cache.FwdMiss, FwdStatus: resp.StatusCode, Detail: "owner-" + owner.ID}.String(cacheName))
@@ -150,7 +150,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, owner Peer) erro
 		return nil
 	}
 	n, err := io.Copy(w, newIdleBody(resp.Body, h.limits.BodyTimeout, cancel))
-	h.metrics.bytes.WithLabelValues("peer").Add(float64(n))
+	h.metrics.served("peer", n)
 	if err != nil {
 		panic(http.ErrAbortHandler) // cut short: the client must see it
 	}
