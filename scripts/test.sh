@@ -22,6 +22,11 @@ command -v fio >/dev/null || need+=(fio)
 command -v litmus >/dev/null || need+=(litmus)
 command -v fusermount3 >/dev/null || need+=(fuse3)
 command -v rsync >/dev/null || need+=(rsync)
+# the S3 API's tests drive real clients from Debian: rclone, s3cmd and
+# s3fs-fuse (mounted with /dev/fuse)
+command -v rclone >/dev/null || need+=(rclone)
+command -v s3cmd >/dev/null || need+=(s3cmd)
+command -v s3fs >/dev/null || need+=(s3fs)
 # persistent sessions: real terminals (tmux), accounts (useradd), python3
 command -v tmux >/dev/null || need+=(tmux)
 command -v useradd >/dev/null || need+=(passwd)
