@@ -3,8 +3,11 @@ package systest
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -190,5 +193,38 @@ func TestDashboardPages(t *testing.T) {
 	}
 	if got.View.Node != c.ID(0) || len(got.View.Members) != 1 || got.View.User != "admin" || !strings.Contains(string(got.History), `"fields"`) {
 		t.Errorf("first event: view %+v, history %.200s", got.View, got.History)
+	}
+
+	grafanaNamesExported(t, addr)
+}
+
+// grafanaNamesExported checks that every metric docs/grafana-dashboard.json
+// queries is one the node exports.
+func grafanaNamesExported(t *testing.T, addr string) {
+	t.Helper()
+	dash, err := os.ReadFile("../docs/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, addr, "GET", "/healthz", "", "", http.StatusOK) // a request, so the request histograms exist
+	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	req.Header.Set("Authorization", bearer(staticAdmin))
+	resp, err := bare.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	exported := string(body)
+	// Counters by label that appear with their first event only.
+	later := map[string]bool{"mure_admission_rejected_total": true}
+	names := regexp.MustCompile(`mure_[a-z_]+`).FindAllString(string(dash), -1)
+	if len(names) < 10 {
+		t.Fatalf("the Grafana dashboard queries %d metrics", len(names))
+	}
+	for _, name := range names {
+		if !later[name] && !strings.Contains(exported, "\n"+name) {
+			t.Errorf("docs/grafana-dashboard.json queries %s, which the node does not export", name)
+		}
 	}
 }

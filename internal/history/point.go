@@ -40,6 +40,7 @@ const (
 	Healing                // replicas this node still has to fetch (its backlog)
 	Pending                // writes committed but not settled (resumption)
 	Corrupt                // replicas found corrupt since the start (scrub)
+	Scrub                  // bytes/s the scrub reads to verify replicas
 	Decisions              // front-door decisions per second (on the holder)
 	NumFields
 )
@@ -66,6 +67,7 @@ var Fields = [NumFields]Field{
 	Healing:         {Name: "healing", Unit: "count", Max: true},
 	Pending:         {Name: "pending", Unit: "count", Max: true},
 	Corrupt:         {Name: "corrupt", Unit: "count", Max: true},
+	Scrub:           {Name: "scrub_bps", Unit: "bytes/s", Counter: true},
 	Decisions:       {Name: "decisions_ps", Unit: "1/s", Counter: true},
 }
 
@@ -80,7 +82,7 @@ func FieldIndex(name string) (int, bool) {
 }
 
 // Point is a node's figures at one time. Values are float32 to keep the
-// ring small (a point is 92 bytes); NaN is "not known" (null on the wire).
+// ring small (a point is 96 bytes); NaN is "not known" (null on the wire).
 type Point struct {
 	// T is the time in Unix seconds (the sampling node's clock).
 	T int64

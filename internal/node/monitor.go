@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mure-dev/mure/internal/dispatch"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/history"
+	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/monitor"
 )
 
@@ -104,7 +106,8 @@ func (m *monitorReader) read() history.Reading {
 		r.V[history.Healing] = float64(f.Backlog)
 		r.V[history.Pending] = float64(f.Pending)
 	}
-	r.V[history.Corrupt] = float64(n.st.Checks().Corrupt)
+	checks := n.st.Checks()
+	r.V[history.Corrupt], r.V[history.Scrub] = float64(checks.Corrupt), float64(checks.ScrubBytes)
 	if n.door != nil {
 		if st, ok := n.door.Status().(frontdoor.Status); ok {
 			var total uint64
@@ -120,19 +123,18 @@ func (m *monitorReader) read() history.Reading {
 // Monitor returns the node's monitor (its history; tests).
 func (n *Node) Monitor() *monitor.Service { return n.monitor }
 
-// monitorExtra is what the dashboard shows besides the history: this
-// node's front door (its policy and decisions) and its caching proxy
-// (counts, tiers, probe), when it has them.
+// monitorExtra is what the dashboard shows besides the history: the
+// cluster's dispatch policy, this node's front door (its decisions by
+// policy) and its caching proxy (counts, tiers, probe), when it has them.
 func (n *Node) monitorExtra() map[string]any {
-	extra := map[string]any{}
+	var policy string
+	n.cl.FSM().Read(func(st *meta.State) { policy = dispatch.PolicySetting(st.Config()) })
+	extra := map[string]any{"policy": policy}
 	if n.door != nil {
 		extra["front"] = n.door.Status()
 	}
 	if n.proxy != nil {
 		extra["cache"] = n.proxy.Status()
-	}
-	if len(extra) == 0 {
-		return nil
 	}
 	return extra
 }

@@ -17,6 +17,7 @@ const CHARTS = [
   { id: 'files', title: 'files', fields: ['files'] },
   { id: 'replication', title: 'under-replicated, healing, pending', fields: ['under_replicated', 'healing', 'pending'] },
   { id: 'corrupt', title: 'corrupt replicas found', fields: ['corrupt'] },
+  { id: 'scrub', title: 'scrub reads per s', fields: ['scrub_bps'], bytes: true },
   { id: 'decisions', title: 'front-door decisions per s', fields: ['decisions_ps'] },
 ];
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#7f7f7f', '#bcbd22'];
@@ -137,11 +138,16 @@ function drawMembers(v) {
     return tr;
   });
   $('#members tbody').replaceChildren(...rows);
-  const front = v.extra && v.extra.front;
-  $('#front').textContent = front && front.active
-    ? `front door on ${v.node} (${front.addr}), policy ${front.policy}: ` +
-      Object.entries(front.decisions || {}).map(([k, n]) => `${k} ${n}`).join(', ')
-    : v.dispatcher ? `dispatcher role: ${v.dispatcher} (${v.dispatcher_how})` : '';
+  const extra = v.extra || {};
+  const front = extra.front;
+  const parts = [];
+  if (v.dispatcher) parts.push(`dispatcher role: ${v.dispatcher} (${v.dispatcher_how})`);
+  if (extra.policy) parts.push(`policy ${extra.policy}`);
+  if (front && front.active) {
+    parts.push(`front door open here at ${front.addr}, decisions since its start: ` +
+      (Object.entries(front.decisions || {}).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'));
+  }
+  $('#front').textContent = parts.join(' · ');
 }
 
 function pct(v) { return v === null ? null : v * 100; }
