@@ -115,6 +115,7 @@ func TestSeriesBounded(t *testing.T) {
 	s := NewSeries()
 	runtime.ReadMemStats(&after)
 	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("a series takes %d bytes on the heap (SeriesBytes: %d)", grew, SeriesBytes)
 	if grew < SeriesBytes*9/10 || grew > SeriesBytes*11/10 {
 		t.Errorf("a series takes %d bytes, SeriesBytes says %d", grew, SeriesBytes)
 	}

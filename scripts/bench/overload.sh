@@ -3,12 +3,13 @@
 #  1. closed loop (64 clients, 1 KiB files): the sustainable GET and PUT rates;
 #  2. open loop at 2x each rate for DURATION (at most 4096 outstanding, so the
 #     node's own limits, not the generator, decide what is refused), while
-#     /healthz, /metrics and /status are probed every 200 ms and the node's
+#     /healthz, /metrics, /status and the dashboard's data (/ui/api/view,
+#     with a session cookie) are probed every 200 ms and the node's
 #     RSS and open file descriptors are sampled every 200 ms.
 # Prints, per operation: sustainable rate, what was offered, admitted p50/p99/
 # max (from the scheduled time), 503s (and how many the node's admission
 # counted), max RSS, max fds, max goroutines, probe answers and their worst
-# latency. Loopback, generator and node on the same machine; the node is held
+# latency, and the dashboard probes' p99. Loopback, generator and node on the same machine; the node is held
 # to NODE_CPU cores (default 0.25, a cgroup CPU quota; 0: no limit) so that the
 # generator, with the rest, can offer twice what the node sustains. Default
 # node limits (256 in flight, 1024 waiting, 2 s wait), fsync on.
@@ -56,6 +57,8 @@ cpu=${NODE_CPU:-0.25}
 for _ in $(seq 100); do curl -sf "http://$addr/readyz" >/dev/null && break; sleep 0.1; done
 curl -sf "http://$addr/readyz" >/dev/null || { echo "node not ready" >&2; cat "$work/node.log" >&2; exit 1; }
 use_admin "$work/data"
+# the dashboard's session, for its probes (a token login)
+curl -s -o /dev/null -c "$work/ui.cookies" --data-urlencode "token=${MURE_TOKEN:-}" "http://$addr/ui/login" || true
 
 bench() { # op json extra-flags...
   local op=$1 json=$2
@@ -73,8 +76,8 @@ sample() {
 # probe FILE: "path status seconds [goroutines]" every 200 ms.
 probe() {
   while :; do
-    for p in /healthz /metrics /status; do
-      r=$(curl "${auth[@]}" -s -o "$1.body" -w '%{http_code} %{time_total}' --max-time 5 "http://$addr$p" || true)
+    for p in /healthz /metrics /status /ui/api/view; do
+      r=$(curl "${auth[@]}" -b "$work/ui.cookies" -s -o "$1.body" -w '%{http_code} %{time_total}' --max-time 5 "http://$addr$p" || true)
       g=
       [ $p = /metrics ] && g=$(awk '/^go_goroutines / {print $2}' "$1.body" 2>/dev/null || true)
       echo "$p ${r:-000 5} $g"
@@ -86,6 +89,9 @@ rejected() { # the node's admission refusals so far
   curl "${auth[@]}" -s "http://$addr/metrics" | awk '/^mure_(write_)?admission_rejected_total/ {s += $2} END {print s + 0}'
 }
 field() { jq -r ".groups[0].runs[0].$2 // 0" "$1"; }
+quantile() { # Q FILE: the Q-th percentile of FILE's sorted numbers
+  awk -v q="$1" '{a[NR] = $1} END {if (!NR) {print "-"; exit} i = int(NR * q / 100 + 0.999); if (i > NR) i = NR; printf "%.1f", a[i]}' "$2"
+}
 
 printf "%-4s %9s %9s %9s %8s %8s %8s %7s %7s %7s %8s %7s %6s %6s %9s\n" \
   op "sust/s" "offered/s" "admit/s" "p50 ms" "p99 ms" "max ms" "503" "counted" "other" "RSS MiB" "fds" "gor" probes "probe ms"
@@ -112,6 +118,9 @@ for op in ${OPS:-read write}; do
     $op "$sust" "$(field "$j" rate)" "$(field "$j" ops_per_s)" \
     "$(field "$j" latency.p50_ms)" "$(field "$j" latency.p99_ms)" "$(field "$j" latency.max_ms)" \
     "$n503" "$counted" "$other" "$rss" "$fds" "$gor" "$probes/$((probes - bad))ok" "$worst"
+  ui=$work/$op.ui-ms
+  awk '$1 == "/ui/api/view" && $2 == 200 {print $3 * 1000}' "$work/$op.probes" | sort -n >"$ui"
+  echo "     dashboard (/ui/api/view): $(wc -l <"$ui") of $(grep -c '^/ui/api/view ' "$work/$op.probes") probes answered 200; p50 $(quantile 50 "$ui") ms, p99 $(quantile 99 "$ui") ms"
   echo "     open loop: $(field "$j" requests) sent, $(field "$j" ok) ok, $(field "$j" dropped) dropped by the generator; errors: $(jq -c '.groups[0].runs[0].error_kinds // {}' "$j")"
 done
 echo "node CPU limit: ${cpu} cores (0: none), flags: ${NODE_FLAGS:-none}; peak RSS of the node over the whole script: $(awk '/^VmHWM/ {printf "%.0f MiB", $2 / 1024}' /proc/$node/status)"
