@@ -86,7 +86,7 @@ function bytes(v) {
   const u = ['B', 'KB', 'MB', 'GB', 'TB', 'PB'];
   let i = 0;
   while (Math.abs(v) >= 1000 && i < u.length - 1) { v /= 1000; i++; }
-  return (i ? v.toFixed(1) : Math.round(v)) + ' ' + u[i];
+  return (i ? v.toFixed(1) : Math.round(v * 10) / 10) + ' ' + u[i];
 }
 function num(v, digits = 0) { return v === null || v === undefined ? '–' : v.toFixed(digits); }
 function up(m) { return m.gossip === 'alive' || m.gossip === 'suspect'; }
@@ -142,7 +142,7 @@ function drawMembers(v) {
   const front = extra.front;
   const parts = [];
   if (v.dispatcher) parts.push(`dispatcher role: ${v.dispatcher} (${v.dispatcher_how})`);
-  if (extra.policy) parts.push(`policy ${extra.policy}`);
+  parts.push('dispatch.policy ' + (extra.policy || "unset (each node's --front-policy)"));
   if (front && front.active) {
     parts.push(`front door open here at ${front.addr}, decisions since its start: ` +
       (Object.entries(front.decisions || {}).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'));
@@ -180,7 +180,7 @@ function drawCharts() {
       }
       const axis = { values: (u, vals) => vals.map((v) => c.bytes ? bytes(v) : v) , size: 70 };
       const opts = { title: c.title, width: Math.max(300, el.clientWidth - 10), height: 200, series,
-        scales: { x: { time: true }, y: { range: (u, min, max) => [Math.min(0, min), max > 0 ? max * 1.1 : 1] } },
+        scales: { x: { time: true }, y: { range: (u, min, max) => [Math.min(0, min), max > 0 ? max * 1.1 : c.bytes ? 1000 : 1] } },
         axes: [{}, axis], cursor: { drag: { x: true, y: false } } };
       el.replaceChildren();
       ch = state.charts[c.id] = { key, plot: new uPlot(opts, data, el) };
