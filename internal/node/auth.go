@@ -11,6 +11,7 @@ import (
 	"github.com/mure-dev/mure/internal/auth"
 	"github.com/mure-dev/mure/internal/auth/authhttp"
 	"github.com/mure-dev/mure/internal/files/filehttp"
+	"github.com/mure-dev/mure/internal/sessions/sessionhttp"
 	"github.com/mure-dev/mure/internal/transport"
 )
 
@@ -110,6 +111,11 @@ func classify(r *http.Request) authhttp.Need {
 		return authhttp.Need{Open: true}
 	case p == "/metrics":
 		return authhttp.Need{Metrics: true}
+	case strings.HasPrefix(p, sessionhttp.TermPrefix) && r.Method == http.MethodGet,
+		strings.HasPrefix(p, sessionhttp.AttachPrefix) && r.URL.Query().Get("ticket") != "":
+		// The browser terminal's page, and its WebSocket, which carries a
+		// one-use ticket instead of a header (checked by the service).
+		return authhttp.Need{Open: true}
 	case strings.HasPrefix(p, filehttp.FilesPrefix):
 		key := strings.TrimPrefix(p, filehttp.FilesPrefix)
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {

@@ -29,6 +29,8 @@ func (s *Service) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /sessions/{id}", s.handleGet)
 	mux.HandleFunc("DELETE /sessions/{id}", s.handleKill)
 	mux.HandleFunc("GET "+AttachPrefix+"{id}", s.handleAttach)
+	mux.HandleFunc("POST /sessions/{id}/ticket", s.handleTicket)
+	mux.Handle("GET "+TermPrefix, termHandler())
 	mux.HandleFunc(WebPrefix+"{id}/", s.handleWeb)
 }
 

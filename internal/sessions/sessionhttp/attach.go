@@ -49,7 +49,14 @@ func querySize(r *http.Request) (holder.Size, error) {
 // handleAttach attaches the caller to its session, here or relayed to the
 // session's node. Errors before the upgrade are JSON like every answer.
 func (s *Service) handleAttach(w http.ResponseWriter, r *http.Request) {
-	sess, user, ok := s.own(w, r, false)
+	var sess sessions.Session
+	var user string
+	var ok bool
+	if t := r.URL.Query().Get("ticket"); t != "" {
+		sess, user, ok = s.ticketed(w, r, t)
+	} else {
+		sess, user, ok = s.own(w, r, false)
+	}
 	if !ok {
 		return
 	}
@@ -228,4 +235,17 @@ func (s *Service) relay(down, up *websocket.Conn) {
 	down.CloseNow()
 	up.CloseNow()
 	<-done
+}
+
+// ticketed checks a browser's ticket (see term.go) for the session asked.
+func (s *Service) ticketed(w http.ResponseWriter, r *http.Request, t string) (sessions.Session, string, bool) {
+	id := r.PathValue("id")
+	user, ok := s.tickets.take(t, id)
+	sess, found := s.m.Record(id)
+	if !ok || !found || sess.User != user {
+		api.Error(w, http.StatusUnauthorized, api.CodeUnauthorized,
+			"this attach ticket is unknown, spent, expired or for another session: ask for another (POST /sessions/ID/ticket)")
+		return sessions.Session{}, "", false
+	}
+	return sess, user, true
 }

@@ -23,7 +23,8 @@ type Service struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	wg sync.WaitGroup // attached clients being relayed
+	wg      sync.WaitGroup // attached clients being relayed
+	tickets tickets        // the browser terminal's WebSocket tickets
 }
 
 // NewService checks cfg (its kinds) before the node opens any port.
