@@ -31,6 +31,9 @@ command -v s3fs >/dev/null || need+=(s3fs)
 command -v tmux >/dev/null || need+=(tmux)
 command -v useradd >/dev/null || need+=(passwd)
 command -v python3 >/dev/null || need+=(python3)
+# the browser terminal's test (chromium) and its assets' rebuild check (npm)
+command -v chromium >/dev/null || need+=(chromium)
+command -v npm >/dev/null || need+=(npm)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
