@@ -3,6 +3,8 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"log/slog"
 	"net"
 	"net/http"
@@ -451,5 +453,30 @@ func TestAbsoluteFormForAnotherSiteRefused(t *testing.T) {
 	b, _ := io.ReadAll(c)
 	if !strings.HasPrefix(string(b), "HTTP/1.1 421") || o.hits.Load() != 0 {
 		t.Errorf("absolute-form request for another site: %q (origin saw %d)", strings.SplitN(string(b), "\r\n", 2)[0], o.hits.Load())
+	}
+}
+
+// TestDiskFailureLosesNothing: a disk tier that cannot be written (its
+// temporary directory replaced by a file) still answers the client whole;
+// nothing is stored.
+func TestDiskFailureLosesNothing(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=600")
+		io.WriteString(w, "body")
+	})
+	dir := t.TempDir()
+	p, h := proxyFor(t, o, dir, Limits{})
+	if err := os.Remove(filepath.Join(dir, "tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tmp"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := fetch(t, "GET", p.URL+"/d")
+	if body != "body" || !strings.Contains(resp.Header.Get("Cache-Status"), "store-failed") {
+		t.Errorf("%q %q", body, resp.Header.Get("Cache-Status"))
+	}
+	if h.tiers.Stats().Objects != 0 {
+		t.Error("an object is indexed without its file")
 	}
 }

@@ -116,3 +116,36 @@ func TestRelayThroughOwner(t *testing.T) {
 		t.Errorf("the owner kept an object a POST invalidated: %+v", st)
 	}
 }
+
+// TestOwnerUnreachableServesAlone: the ring names an owner that does not
+// answer (down, or running no proxy): the node serves on its own.
+func TestOwnerUnreachableServesAlone(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=600")
+		io.WriteString(w, "alone")
+	})
+	noProxy := httptest.NewServer(http.NotFoundHandler()) // a node without --proxy
+	t.Cleanup(noProxy.Close)
+	dead := Peer{"dead", "127.0.0.1:1"}
+	for _, owner := range []Peer{dead, {"bare", strings.TrimPrefix(noProxy.URL, "http://")}} {
+		t.Run(owner.ID, func(t *testing.T) {
+			u, _ := url.Parse(o.URL)
+			tiers, err := tier.Open(tier.Config{Dir: t.TempDir(), NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ring := fixedRing{self: Peer{"me", "127.0.0.1:2"}, owner: owner}
+			h, err := NewHandler(Config{Origins: []Origin{{URL: u}}, Sharing: &Sharing{Ring: ring, Client: func() *http.Client { return http.DefaultClient }}},
+				tiers, service.Env{Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(h)
+			t.Cleanup(func() { srv.Close(); h.Close(); tiers.Close() })
+			resp, body := fetch(t, "GET", srv.URL+"/a")
+			if body != "alone" || strings.Contains(resp.Header.Get("Cache-Status"), "owner-") {
+				t.Errorf("%d %q %q", resp.StatusCode, body, resp.Header.Get("Cache-Status"))
+			}
+		})
+	}
+}
