@@ -480,3 +480,35 @@ func TestDiskFailureLosesNothing(t *testing.T) {
 		t.Error("an object is indexed without its file")
 	}
 }
+
+// TestCollapseCap: beyond CollapseMax waiters, a miss fetches on its own.
+func TestCollapseCap(t *testing.T) {
+	release := make(chan struct{})
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("Cache-Control", "max-age=60")
+		io.WriteString(w, "c")
+	})
+	p, h := proxyFor(t, o, t.TempDir(), Limits{CollapseMax: 2})
+	var wg sync.WaitGroup
+	get := func() { defer wg.Done(); fetch(t, "GET", p.URL+"/cap") }
+	wg.Add(3) // a leader and two waiters: the list is full
+	for range 3 {
+		go get()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for h.flights.waiting("/cap") < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	wg.Add(2) // these two cannot wait: they fetch on their own
+	go get()
+	go get()
+	for o.hits.Load() < 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if got := o.hits.Load(); got != 3 {
+		t.Errorf("%d origin fetches, want 3 (one for the leader and its 2 waiters, one each beyond the cap)", got)
+	}
+}
