@@ -45,7 +45,8 @@ type Config struct {
 	// LostAfter is how long a node must be dead before its sessions are
 	// marked lost or restarted elsewhere (default 5 s).
 	LostAfter time.Duration
-	// Placer picks the node for a restart elsewhere (default: Fallback).
+	// Placer picks the node of a new session (when the client names none)
+	// and of a restart elsewhere (default: First).
 	Placer Placer
 	// Cgroups sets limits; nil: none are set (see limits.go).
 	Cgroups *Cgroups
@@ -89,7 +90,7 @@ func NewManager(cfg Config, cl Cluster) (*Manager, error) {
 		cfg.LostAfter = 5 * time.Second
 	}
 	if cfg.Placer == nil {
-		cfg.Placer = Fallback{}
+		cfg.Placer = First{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -78,7 +78,19 @@ func (s *Service) handleNew(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, fmt.Errorf("%w: the body must be JSON like {\"kind\":\"shell\",\"cols\":80,\"rows\":24}: %v", sessions.ErrBadRequest, err))
 		return
 	}
-	if req.Node != "" && req.Node != s.m.NodeID() {
+	if req.Node == "" {
+		var members []string
+		for _, m := range s.cl.Members() {
+			members = append(members, m.ID)
+		}
+		node, err := s.m.PlaceNew(r.Context(), req.Kind, members)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		req.Node = node
+	}
+	if req.Node != s.m.NodeID() {
 		s.forward(w, r, req.Node, http.MethodPost, "/peer/sessions", user, req)
 		return
 	}
