@@ -18,6 +18,8 @@ command -v iptables >/dev/null || need+=(iptables)
 command -v losetup >/dev/null || need+=(mount)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 command -v fio >/dev/null || need+=(fio)
+# the caching proxy's tests against a real origin
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)
 # the WebDAV face's test suite (litmus) and the mount's (fusermount3)
 command -v litmus >/dev/null || need+=(litmus)
 command -v fusermount3 >/dev/null || need+=(fuse3)
