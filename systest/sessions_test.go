@@ -204,6 +204,10 @@ func TestSessions(t *testing.T) {
 	t.Run("resume through another node", func(t *testing.T) {
 		tm.attach("a", bin, pc.HTTPAddr(0), alice, s.ID)
 		tm.waitScreen("a", "$")
+		// The node's secrets are out of the session's reach.
+		key := filepath.Join(pc.Dir(0), "cluster.key")
+		tm.run("send-keys", "-t", "a", "cat "+key+" || echo no-key-$((1+1))", "Enter")
+		tm.waitScreen("a", "no-key-2")
 		tm.run("send-keys", "-t", "a", "echo me-$(id -un)-$(id -u)-; (sleep 1; echo written-while-away) &", "Enter")
 		scr := tm.waitScreen("a", "me-"+alice.account+"-")
 		if strings.Contains(scr, "me-"+alice.account+"-0-") {
