@@ -32,10 +32,16 @@ func (i fileInfo) Sys() any           { return nil }
 // ETag implements webdav.ETager: the file API's ETag (its version).
 func (i fileInfo) ETag(context.Context) (string, error) { return i.Info.ETag, nil }
 
-// ContentType implements webdav.ContentTyper, by the name's extension.
-func (i fileInfo) ContentType(context.Context) (string, error) { return contentType(i.Path), nil }
+// ContentType implements webdav.ContentTyper: the type the writer gave,
+// else by the name's extension.
+func (i fileInfo) ContentType(context.Context) (string, error) {
+	return contentType(i.Path, i.Attrs.ContentType), nil
+}
 
-func contentType(name string) string {
+func contentType(name, given string) string {
+	if given != "" {
+		return given
+	}
 	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
 		return t
 	}

@@ -26,6 +26,7 @@ type Files interface {
 	Delete(ctx context.Context, path string, o files.DeleteOptions) error
 	List(ctx context.Context, o files.ListOptions) (files.ListPage, error)
 	Rename(ctx context.Context, src, dst string, o files.CopyOptions) (files.Info, error)
+	Copy(ctx context.Context, src, dst string, o files.CopyOptions) (files.Info, error)
 }
 
 // DirMarker is the empty file that keeps a folder made by MKCOL (or a
@@ -202,7 +203,13 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, _ os.FileMode)
 	if fi.IsDir() {
 		return &dirFile{fs: f, ctx: ctx, info: fi.(dirInfo)}, nil
 	}
-	return &readFile{fs: f, ctx: ctx, info: fi.(fileInfo).Info}, nil
+	info := fi.(fileInfo).Info
+	if q := requestOf(ctx); q != nil && (q.method == http.MethodGet || q.method == http.MethodHead) && key(q.path) == info.Path && info.ContentType != "" {
+		// x/net/webdav leaves a GET's type to http.ServeContent, which
+		// keeps one already set.
+		q.header.Set("Content-Type", info.ContentType)
+	}
+	return &readFile{fs: f, ctx: ctx, info: info}, nil
 }
 
 // create opens a new version of the file name for writing.
@@ -225,11 +232,13 @@ func (f *FS) create(ctx context.Context, name string, flag int) (xdav.File, erro
 		cond.IfNoneMatch = true
 	}
 	size := int64(-1)
+	var attrs files.Attrs
 	q := requestOf(ctx)
 	if q != nil && q.method == http.MethodPut && key(q.path) == k {
 		size = q.length // a body that ends early is then refused
+		attrs.ContentType = q.contentType
 	}
-	return startWrite(ctx, f.files, k, size, cond, q), nil
+	return startWrite(ctx, f.files, k, size, cond, attrs, q), nil
 }
 
 // placeable checks that a file or folder may be made at k: no folder is

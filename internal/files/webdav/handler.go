@@ -42,6 +42,8 @@ func NewHandler(fs *FS, locks *Locks, log *slog.Logger) *Handler {
 type request struct {
 	method, path string
 	length       int64
+	contentType  string      // a PUT's, kept with the file
+	header       http.Header // the answer's: a GET's stored content type goes here
 
 	mu     sync.Mutex
 	failed error
@@ -76,7 +78,10 @@ func (q *request) failure() error {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	q := &request{method: r.Method, path: slashClean(r.URL.Path), length: r.ContentLength}
+	q := &request{method: r.Method, path: slashClean(r.URL.Path), length: r.ContentLength, header: w.Header()}
+	if ct := r.Header.Get("Content-Type"); r.Method == http.MethodPut && files.CheckAttrs(files.Attrs{ContentType: ct}) == nil {
+		q.contentType = ct
+	}
 	if r.Body != nil {
 		r.Body = &watchedBody{ReadCloser: r.Body, q: q}
 	}

@@ -45,7 +45,18 @@ func TestWebDAVThroughEveryNode(t *testing.T) {
 		}
 	}
 
-	d2.want(http.StatusCreated, http.MethodPut, "/photos/dav.txt", "from webdav")
+	d2.want(http.StatusCreated, http.MethodPut, "/photos/dav.txt", "from webdav", "Content-Type", "text/x-mure")
+	if _, _, h := d0.do(http.MethodGet, "/photos/dav.txt", ""); h.Get("Content-Type") != "text/x-mure" {
+		t.Fatalf("GET answers Content-Type %q, the PUT gave text/x-mure", h.Get("Content-Type"))
+	}
+	// A dead property set through one node is read through another.
+	d1.want(http.StatusMultiStatus, "PROPPATCH", "/photos/dav.txt", `<?xml version="1.0"?>
+<D:propertyupdate xmlns:D="DAV:" xmlns:Z="http://example.com/ns/"><D:set><D:prop><Z:color>blue</Z:color></D:prop></D:set></D:propertyupdate>`)
+	props := d0.want(http.StatusMultiStatus, "PROPFIND", "/photos/dav.txt", `<?xml version="1.0"?>
+<D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`, "Depth", "0")
+	if !strings.Contains(props, "blue</color>") && !strings.Contains(props, ">blue<") {
+		t.Fatalf("PROPFIND through another node lacks the dead property:\n%s", props)
+	}
 	out, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("photos"), Key: aws.String("dav.txt")})
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +83,9 @@ func TestWebDAVThroughEveryNode(t *testing.T) {
 	d2.want(http.StatusNotFound, http.MethodGet, "/photos/dav.txt", "")
 	if got := d2.want(http.StatusOK, http.MethodGet, "/photos/album/moved.txt", ""); got != "from webdav" {
 		t.Fatalf("GET after MOVE: %q", got)
+	}
+	if props := d2.want(http.StatusMultiStatus, "PROPFIND", "/photos/album/moved.txt", "", "Depth", "0"); !strings.Contains(props, ">blue<") {
+		t.Fatalf("the dead property did not move with the file:\n%s", props)
 	}
 	d1.want(http.StatusCreated, "COPY", "/photos/album/", "", "Destination", d1.base+"/photos/copy/")
 	d0.want(http.StatusOK, http.MethodGet, "/photos/copy/moved.txt", "")

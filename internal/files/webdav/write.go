@@ -16,23 +16,27 @@ import (
 // new version becomes visible at Close, whole or not at all (a request
 // that ends early cancels the Put and nothing changes).
 type writeFile struct {
+	ctx  context.Context
+	fs   Files
 	path string
 	pw   *io.PipeWriter
 	done chan struct{}
 	q    *request // the request writing; its body or source may fail
 
-	mu   sync.Mutex
-	n    int64
-	info files.Info
-	err  error
+	mu      sync.Mutex
+	n       int64
+	info    files.Info
+	err     error
+	attrs   files.Attrs // the version's, patched by a COPY's properties
+	patched bool
 }
 
-func startWrite(ctx context.Context, fs Files, k string, size int64, cond files.Cond, q *request) *writeFile {
+func startWrite(ctx context.Context, fs Files, k string, size int64, cond files.Cond, attrs files.Attrs, q *request) *writeFile {
 	pr, pw := io.Pipe()
-	w := &writeFile{path: k, pw: pw, done: make(chan struct{}), q: q}
+	w := &writeFile{ctx: ctx, fs: fs, path: k, pw: pw, done: make(chan struct{}), q: q, attrs: attrs}
 	go func() {
 		defer close(w.done)
-		info, err := fs.Put(ctx, k, pr, files.PutOptions{Forwarding: fwd, Size: size, Cond: cond})
+		info, err := fs.Put(ctx, k, pr, files.PutOptions{Forwarding: fwd, Size: size, Cond: cond, Attrs: attrs})
 		pr.CloseWithError(errAbandoned) // a Put that stopped early unblocks Write
 		w.mu.Lock()
 		w.info, w.err = info, err
@@ -71,8 +75,12 @@ func (w *writeFile) Close() error {
 	}
 	<-w.done
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.err
+	err, patched := w.err, w.patched
+	w.mu.Unlock()
+	if err == nil && patched {
+		err = w.setProps(w.ctx, w.fs)
+	}
+	return err
 }
 
 // Stat answers the bytes written so far; its ETag, asked for after
@@ -127,5 +135,7 @@ func (i *writingInfo) ETag(context.Context) (string, error) {
 
 // ContentType implements webdav.ContentTyper.
 func (i *writingInfo) ContentType(context.Context) (string, error) {
-	return contentType(i.f.path), nil
+	i.f.mu.Lock()
+	defer i.f.mu.Unlock()
+	return contentType(i.f.path, i.f.attrs.ContentType), nil
 }
