@@ -31,7 +31,7 @@ type Info struct {
 }
 
 func infoOf(f *meta.File) Info {
-	info := Info{Path: f.Path, Version: f.Version, ETag: f.ETag(), Size: f.Size, SHA256: f.Sum, MD5: f.MD5, Modified: f.Modified.Time()}
+	info := Info{Path: f.Path, Version: f.Version, ETag: f.ETag(), Size: f.Size, SHA256: f.Sum.String(), MD5: f.MD5.String(), Modified: f.Modified.Time()}
 	if f.Attrs != nil {
 		info.Attrs = f.Attrs.Clone() // the record's are shared: never written into
 	}

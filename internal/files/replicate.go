@@ -168,7 +168,7 @@ func (s *Service) plan(f *meta.File, cfg meta.Config) (source string, fetch bool
 func (s *Service) resumeReplica(ctx context.Context, f *meta.File, source string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	if info, err := s.st.Stat(f.Path, f.BlobID); err != nil || info.Sum != f.Sum {
+	if info, err := s.st.Stat(f.Path, f.BlobID); err != nil || info.Sum != f.Sum.String() {
 		s.protect.add(f.Path, f.BlobID, 10*time.Minute)
 		if err := s.fetchBlob(ctx, source, f); err != nil {
 			return err

@@ -131,7 +131,7 @@ func (s *Service) fetchBlob(ctx context.Context, from string, f *meta.File) erro
 	if !ok {
 		return fmt.Errorf("unknown node %s", from)
 	}
-	ref := BlobRef{Path: f.Path, ID: f.BlobID, Sum: f.Sum, Size: f.Size}
+	ref := BlobRef{Path: f.Path, ID: f.BlobID, Sum: f.Sum.String(), Size: f.Size}
 	rc, err := s.peers.FetchBlob(ctx, peer, ref)
 	if err != nil {
 		return fmt.Errorf("fetch %s from %s: %w", f.Path, from, err)

@@ -80,6 +80,14 @@ func (s *State) acquire(idx uint64, c Command) (*File, error) {
 
 func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 	cur := s.File(c.Path)
+	sum, err := ParseSHA256(c.Sum)
+	if err != nil {
+		return cur, nil, false, fmt.Errorf("commit %s: %w", c.Path, err)
+	}
+	md5, err := ParseMD5(c.MD5)
+	if err != nil {
+		return cur, nil, false, fmt.Errorf("commit %s: %w", c.Path, err)
+	}
 	if s.retryOf(c) {
 		// A retry of a commit already applied (its answer was lost): the
 		// same outcome, even if the right or the file changed since.
@@ -87,7 +95,6 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 	}
 	var f *File
 	if c.Take {
-		var err error
 		if f, err = s.take(idx, c); err != nil {
 			return cur, nil, false, err
 		}
@@ -103,8 +110,8 @@ func (s *State) commit(idx uint64, c Command) (*File, []string, bool, error) {
 	if err := c.Cond.Check(old); err != nil {
 		return cur, nil, false, err
 	}
-	f.Version, f.BlobID, f.Size, f.Sum, f.Modified, f.Deleted = idx, c.BlobID, c.Size, c.Sum, StampOf(c.Time), false
-	f.MD5, f.Attrs = c.MD5, c.Attrs.orNil()
+	f.Version, f.BlobID, f.Size, f.Sum, f.Modified, f.Deleted = idx, c.BlobID, c.Size, sum, StampOf(c.Time), false
+	f.MD5, f.Attrs = md5, s.in.attrs(c.Attrs.orNil())
 	f.Valid = []string{c.Node}
 	for _, id := range c.Standby {
 		if n := s.nodes[id]; n != nil && n.State == NodeActive {
@@ -244,7 +251,7 @@ func (s *State) delete(idx uint64, c Command) (*File, []string, bool, error) {
 	}
 	f := cur.clone()
 	f.Version, f.Deleted, f.Modified = idx, true, StampOf(c.Time)
-	f.BlobID, f.Size, f.Sum, f.MD5, f.Attrs = "", 0, "", "", nil
+	f.BlobID, f.Size, f.Sum, f.MD5, f.Attrs = "", 0, SHA256{}, MD5{}, nil
 	f.Holder, f.Grant, f.Valid = "", 0, nil
 	s.rememberIdem(IdemRecord{Key: c.Idem, Kind: c.Kind, Path: c.Path, Version: idx})
 	inv := s.pend(f, cur, cur.Valid)

@@ -270,7 +270,7 @@ func TestCommit(t *testing.T) {
 			if after.Holder != c.Node || after.Grant != c.Grant {
 				t.Fatalf("commit changed the right: %+v", after)
 			}
-			if after.BlobID != c.BlobID || after.Size != c.Size || after.Sum != c.Sum || !after.Modified.Time().Equal(testTime) {
+			if after.BlobID != c.BlobID || after.Size != c.Size || after.Sum.String() != c.Sum || !after.Modified.Time().Equal(testTime) {
 				t.Fatalf("content fields not recorded: %+v from %+v", after, c)
 			}
 			if !slices.Equal(after.Valid, tc.wantValid) {
@@ -644,7 +644,7 @@ func TestDelete(t *testing.T) {
 			if !after.Deleted || after.Exists() || after.Version != h.idx {
 				t.Fatalf("tombstone = %+v, want Deleted at version %d", after, h.idx)
 			}
-			if len(after.Valid) != 0 || after.Holder != "" || after.Grant != 0 || after.BlobID != "" || after.Size != 0 || after.Sum != "" {
+			if len(after.Valid) != 0 || after.Holder != "" || after.Grant != 0 || after.BlobID != "" || after.Size != 0 || !after.Sum.IsZero() {
 				t.Fatalf("tombstone keeps content/right: %+v", after)
 			}
 			wantInval := before.Valid // the deleting node too: its view lags the delete
@@ -917,7 +917,7 @@ func TestCondCheck(t *testing.T) {
 func TestCommandEncodeDecode(t *testing.T) {
 	cmds := []Command{
 		{Kind: KindAcquire, Path: "a/b", Node: "n1", Force: true},
-		{Kind: KindCommit, Path: "a/b", Node: "n1", Grant: 9, BlobID: "blob", Size: 12, Sum: "abc", Time: testTime,
+		{Kind: KindCommit, Path: "a/b", Node: "n1", Grant: 9, BlobID: "blob", Size: 12, Sum: sumOf("abc"), Time: testTime,
 			Standby: []string{"n2"}, Cond: Cond{IfMatch: 3}, Idem: "k"},
 		{Kind: KindDelete, Path: "é/ü", Cond: Cond{IfNoneMatch: true}},
 		{Kind: KindNodeUpsert, Info: &Node{ID: "n1", PeerAddr: "p", HTTPAddr: "h", State: NodeActive, Since: testTime}},

@@ -15,7 +15,7 @@ func TestCommitKeepsMD5AndAttrs(t *testing.T) {
 	h.addNode("a")
 	attrs := &Attrs{ContentType: "text/plain", Headers: map[string]string{"Cache-Control": "no-cache"}, User: map[string]string{"colour": "blue"}}
 	commit := func(md5 string, a *Attrs) *File {
-		return h.must(Command{Kind: KindCommit, Take: true, Path: "p", Node: "a", BlobID: "b", Size: 1, Sum: "s", MD5: md5, Attrs: a, Time: testTime}).File
+		return h.must(Command{Kind: KindCommit, Take: true, Path: "p", Node: "a", BlobID: "b", Size: 1, Sum: sumOf("s"), MD5: md5, Attrs: a, Time: testTime}).File
 	}
 	steps := []struct {
 		name  string
@@ -37,7 +37,7 @@ func TestCommitKeepsMD5AndAttrs(t *testing.T) {
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			f := st.apply()
-			if f.MD5 != st.md5 || !reflect.DeepEqual(f.Attrs, st.attrs) {
+			if f.MD5.String() != st.md5 || !reflect.DeepEqual(f.Attrs, st.attrs) {
 				t.Fatalf("record has MD5 %q attrs %+v, want %q %+v", f.MD5, f.Attrs, st.md5, st.attrs)
 			}
 		})
@@ -47,16 +47,15 @@ func TestCommitKeepsMD5AndAttrs(t *testing.T) {
 // A snapshot is written in the oldest format that holds it: version 4
 // only when a file has an MD5 or attributes, which then survive.
 func TestSnapshotFormatOfAttrs(t *testing.T) {
-	hexMD5 := "0123456789abcdef0123456789abcdef"
+	md5 := MD5{0x01, 0x23, 0x45, 15: 0xef}
 	cases := []struct {
 		name  string
 		files []*File
 		want  uint64
 	}{
 		{"no MD5 nor attributes", []*File{{Path: "a", Version: 1}}, snapVersionCore},
-		{"a hex MD5", []*File{{Path: "a", Version: 1}, {Path: "b", Version: 2, MD5: hexMD5}}, snapVersion},
-		{"an MD5 not in hex", []*File{{Path: "a", Version: 1, MD5: strings.ToUpper(hexMD5)}}, snapVersion},
-		{"attributes", []*File{{Path: "a", Version: 1, MD5: hexMD5, Attrs: &Attrs{ContentType: "image/png",
+		{"a hex MD5", []*File{{Path: "a", Version: 1}, {Path: "b", Version: 2, MD5: md5}}, snapVersion},
+		{"attributes", []*File{{Path: "a", Version: 1, MD5: md5, Attrs: &Attrs{ContentType: "image/png",
 			Headers: map[string]string{"Content-Language": "fr", "Expires": "never"}, User: map[string]string{"k": "v\nw", "é": ""},
 			PartsETag: `"abc-2"`}}}, snapVersion},
 		{"attributes without maps", []*File{{Path: "a", Version: 1, Attrs: &Attrs{PartsETag: "x"}}}, snapVersion},
@@ -89,7 +88,7 @@ func TestSnapshotFormatOfAttrs(t *testing.T) {
 // refused, not misread.
 func TestSnapshotV4FlagInOlderFormat(t *testing.T) {
 	m := NewFSM()
-	m.state.put(&File{Path: "a", Version: 1, MD5: "x"})
+	m.state.put(&File{Path: "a", Version: 1, MD5: MD5{1}})
 	b := snapshotTo(t, m).Bytes()
 	b[len(snapMagic)] = snapVersionCore
 	err := NewFSM().Restore(io.NopCloser(bytes.NewReader(b)))

@@ -17,11 +17,13 @@ type File struct {
 	Version uint64 `json:"version"`
 	BlobID  string `json:"blob_id,omitempty"`
 	Size    int64  `json:"size"`
-	Sum     string `json:"sha256,omitempty"`
-	// MD5 is the lowercase hex MD5 of the content (core v3), which S3
-	// clients compare with an object's ETag; empty for content committed
-	// without one (before core v3).
-	MD5 string `json:"md5,omitempty"`
+	// Sum is the content's SHA-256 (digest.go: raw, hex in JSON); zero for
+	// a tombstone.
+	Sum SHA256 `json:"sha256,omitzero"`
+	// MD5 is the MD5 of the content (core v3), which S3 clients compare
+	// with an object's ETag; zero for content committed without one
+	// (before core v3).
+	MD5 MD5 `json:"md5,omitzero"`
 	// Attrs are what the writer said about the content (core v3); nil
 	// when nothing. Shared between a record's copies: never written into.
 	Attrs    *Attrs `json:"attrs,omitempty"`

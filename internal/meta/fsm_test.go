@@ -324,7 +324,7 @@ func buildRandomFSM(t *testing.T, seed uint64) (*FSM, uint64) {
 			r := apply(Command{Kind: KindAcquire, Path: p, Node: n, Force: rng.IntN(3) == 0})
 			if r.Err == nil {
 				apply(Command{Kind: KindCommit, Path: p, Node: n, Grant: r.File.Grant, Standby: []string{nodes[rng.IntN(4)]},
-					BlobID: fmt.Sprint("blob", idx), Size: int64(rng.IntN(1000)), Sum: "s", Time: testTime.Add(time.Duration(idx) * time.Second),
+					BlobID: fmt.Sprint("blob", idx), Size: int64(rng.IntN(1000)), Sum: sumOf("s"), Time: testTime.Add(time.Duration(idx) * time.Second),
 					Idem: fmt.Sprint("k", idx)})
 			}
 		case 2:

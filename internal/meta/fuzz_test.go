@@ -43,7 +43,7 @@ func fzState(t testing.TB) (*State, uint64) {
 	write := func(path, node string, release bool) {
 		g := must(Command{Kind: KindAcquire, Path: path, Node: node}).File.Grant
 		must(Command{Kind: KindCommit, Path: path, Node: node, Grant: g, BlobID: "blob" + strconv.FormatUint(idx, 10),
-			Size: int64(len(path)), Sum: "sum", Time: fzTime, Standby: []string{"n2"}, Idem: "idem-" + path})
+			Size: int64(len(path)), Sum: sumOf("sum"), Time: fzTime, Standby: []string{"n2"}, Idem: "idem-" + path})
 		if release {
 			must(Command{Kind: KindRelease, Path: path, Node: node, Grant: g})
 		}
@@ -119,7 +119,7 @@ func FuzzDecodeCommand(f *testing.F) {
 	seeds := []Command{
 		{Kind: KindAcquire, Path: "a/b", Node: "n2", Force: true},
 		{Kind: KindAcquire, Path: "fresh", Node: "n1"},
-		{Kind: KindCommit, Path: "a/b", Node: "n1", Grant: 8, BlobID: "b", Size: 3, Sum: "s", Time: fzTime,
+		{Kind: KindCommit, Path: "a/b", Node: "n1", Grant: 8, BlobID: "b", Size: 3, Sum: sumOf("s"), Time: fzTime,
 			Standby: []string{"n2", "n3", "zz", "n2"}, Cond: Cond{IfMatch: 9}, Idem: "k"},
 		{Kind: KindCommit, Path: "a/b", Node: "n1", Grant: 8, Idem: "idem-a/b"},
 		{Kind: KindCommit, Path: "new", Node: "n2", Grant: 14, Cond: Cond{IfNoneMatch: true}},

@@ -21,8 +21,22 @@ type interner struct {
 	// sets maps a set's key (setKey) to the set, while records in the
 	// tree use it.
 	sets map[string]*sharedSet
-	buf  []byte // scratch for setKey
+	buf  []byte // scratch for setKey and attrsKey
+	// attrSet maps an Attrs' key (attrsKey) to its shared copy, for the
+	// attributes many records carry alike (attrs); attrBytes are its
+	// keys' bytes.
+	attrSet   map[string]*Attrs
+	attrBytes int
 }
+
+// The table of shared attributes is bounded; when it is full it starts
+// afresh (records keep the copies they point at), so that values one file
+// carries alone cost no more than a bounded table, and common ones are
+// shared again from the next record that carries them.
+const (
+	maxSharedAttrs      = 4096
+	maxSharedAttrsBytes = 1 << 20
+)
 
 // sharedSet is one distinct node set and the number of records in the
 // tree whose Valid or Unfenced is it.
@@ -32,7 +46,7 @@ type sharedSet struct {
 }
 
 func newInterner() *interner {
-	return &interner{ids: map[string]string{}, sets: map[string]*sharedSet{}}
+	return &interner{ids: map[string]string{}, sets: map[string]*sharedSet{}, attrSet: map[string]*Attrs{}}
 }
 
 // id returns the shared copy of a node ID.
@@ -58,10 +72,15 @@ func (in *interner) setKey(ids []string) []byte {
 // appendSetKey appends an unambiguous (length-prefixed) encoding of ids.
 func appendSetKey(b []byte, ids []string) []byte {
 	for _, id := range ids {
-		b = binary.AppendUvarint(b, uint64(len(id)))
-		b = append(b, id...)
+		b = appendKeyString(b, id)
 	}
 	return b
+}
+
+// appendKeyString appends s, length-prefixed.
+func appendKeyString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
 }
 
 // acquire returns the shared set equal to ids (same IDs in the same
@@ -110,4 +129,37 @@ func (in *interner) share(f *File) {
 func (in *interner) unshare(f *File) {
 	in.release(f.Valid)
 	in.release(f.Unfenced)
+}
+
+// attrs returns the shared copy of a when it is of the kind many records
+// carry alike: a content type and standard headers, without user metadata
+// or a parts ETag (those are likely one file's own: its record keeps
+// them). Records never write into their Attrs (Attrs), so sharing one is
+// safe; a is taken, not copied.
+func (in *interner) attrs(a *Attrs) *Attrs {
+	if a == nil || len(a.User) > 0 || a.PartsETag != "" {
+		return a
+	}
+	key := in.attrsKey(a)
+	if shared, ok := in.attrSet[string(key)]; ok {
+		return shared
+	}
+	if len(in.attrSet) >= maxSharedAttrs || in.attrBytes+len(key) > maxSharedAttrsBytes {
+		clear(in.attrSet)
+		in.attrBytes = 0
+	}
+	in.attrSet[string(key)] = a
+	in.attrBytes += len(key)
+	return a
+}
+
+// attrsKey encodes a's content type and headers (length-prefixed, headers
+// by name) into the scratch buffer, valid until the next call.
+func (in *interner) attrsKey(a *Attrs) []byte {
+	b := appendKeyString(in.buf[:0], a.ContentType)
+	for _, k := range sortedKeys(a.Headers) {
+		b = appendKeyString(appendKeyString(b, k), a.Headers[k])
+	}
+	in.buf = b
+	return b
 }

@@ -42,7 +42,7 @@ func counterValue(m *meta.FSM, name string) (v int64) {
 var oldLog = []string{
 	`{"kind":"node_upsert","info":{"id":"a","peer":"a:1","http":"a:2","state":"active","since":"2026-01-02T03:04:05Z"}}`,
 	`{"kind":"acquire","path":"docs/x","node":"a","time":"2026-01-02T03:04:06Z"}`,
-	`{"kind":"commit","path":"docs/x","node":"a","grant":2,"blob_id":"b1","size":3,"sha256":"00","time":"2026-01-02T03:04:07Z"}`,
+	`{"kind":"commit","path":"docs/x","node":"a","grant":2,"blob_id":"b1","size":3,"sha256":"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad","time":"2026-01-02T03:04:07Z"}`,
 	`{"kind":"set_config","key":"replication","value":"2","time":"2026-01-02T03:04:08Z"}`,
 }
 

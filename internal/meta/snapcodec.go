@@ -38,6 +38,13 @@ import (
 // else a string); with flagAttrs, the attributes: content type, parts
 // ETag, uvarint count and headers by name (name, value), uvarint count and
 // user metadata by name (name, value).
+//
+// Records keep sums raw (digest.go), so this binary writes a sum raw, or
+// as the empty string when there is none. Binaries before it kept sums as
+// strings and wrote those that were not lowercase hex as strings: reading,
+// such a string is parsed as hex in either case, and one that is not hex
+// at all (which no writer of mure produces) reads as no sum (decision
+// 0034).
 // A time is varint Unix seconds, uvarint nanoseconds; it is restored in
 // UTC. Node IDs and node sets are written once and then referred to by
 // number: uvarint 0 is the empty ID or set, 1 introduces a new one (which
@@ -132,7 +139,7 @@ func writeSnapshot(w io.Writer, d *snapshotData) error {
 // read the snapshots of a cluster that uses nothing new.
 func (d *snapshotData) formatVersion() uint64 {
 	switch {
-	case slices.ContainsFunc(d.Files, func(f *File) bool { return f.MD5 != "" || f.Attrs != nil }):
+	case slices.ContainsFunc(d.Files, func(f *File) bool { return !f.MD5.IsZero() || f.Attrs != nil }):
 		return snapVersion
 	case len(d.Sections) > 0:
 		return snapVersionSections
@@ -154,18 +161,11 @@ func (e *snapWriter) file(f *File) {
 	if f.Pending {
 		flags |= flagPending
 	}
-	var sum [32]byte
-	hexSum := decodeHex(sum[:], f.Sum)
-	if hexSum {
+	if !f.Sum.IsZero() {
 		flags |= flagHexSum
 	}
-	var md5 [16]byte
-	hexMD5 := decodeHex(md5[:], f.MD5)
-	switch {
-	case hexMD5:
+	if !f.MD5.IsZero() {
 		flags |= flagMD5 | flagHexMD5
-	case f.MD5 != "":
-		flags |= flagMD5
 	}
 	if f.Attrs != nil {
 		flags |= flagAttrs
@@ -173,21 +173,18 @@ func (e *snapWriter) file(f *File) {
 	e.w.WriteByte(flags)
 	e.str(f.BlobID)
 	e.varint(f.Size)
-	if hexSum {
-		e.w.Write(sum[:])
+	if !f.Sum.IsZero() {
+		e.w.Write(f.Sum[:])
 	} else {
-		e.str(f.Sum)
+		e.str("")
 	}
 	e.time(f.Modified.Time())
 	e.id(f.Holder)
 	e.uvarint(f.Grant)
 	e.set(f.Unfenced)
 	e.set(f.Valid)
-	switch {
-	case hexMD5:
-		e.w.Write(md5[:])
-	case f.MD5 != "":
-		e.str(f.MD5)
+	if !f.MD5.IsZero() {
+		e.w.Write(f.MD5[:])
 	}
 	if a := f.Attrs; a != nil {
 		e.str(a.ContentType)
@@ -266,35 +263,3 @@ func commonPrefix(a, b string) int {
 	}
 	return n
 }
-
-// decodeHex fills dst from the lowercase hex s, the form of every sum mure
-// computes, and reports whether it could; any other string is kept as it
-// is.
-func decodeHex(dst []byte, s string) bool {
-	if len(s) != 2*len(dst) {
-		return false
-	}
-	for i := range dst {
-		hi, lo := hexValue[s[2*i]], hexValue[s[2*i+1]]
-		if hi|lo > 0xf {
-			return false
-		}
-		dst[i] = hi<<4 | lo
-	}
-	return true
-}
-
-// hexValue maps a lowercase hex digit to its value, anything else to 0xff.
-var hexValue = func() (t [256]byte) {
-	for c := range t {
-		switch {
-		case '0' <= c && c <= '9':
-			t[c] = byte(c - '0')
-		case 'a' <= c && c <= 'f':
-			t[c] = byte(c - 'a' + 10)
-		default:
-			t[c] = 0xff
-		}
-	}
-	return t
-}()

@@ -3,7 +3,6 @@ package meta
 import (
 	"bufio"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"slices"
@@ -99,12 +98,9 @@ func (d *snapReader) file() *File {
 	f.BlobID = d.str()
 	f.Size = d.varint()
 	if flags&flagHexSum != 0 {
-		var sum [32]byte
-		d.full(sum[:])
-		d.buf = hex.AppendEncode(d.buf[:0], sum[:])
-		f.Sum = string(d.buf)
+		d.full(f.Sum[:])
 	} else {
-		f.Sum = d.str()
+		f.Sum, _ = ParseSHA256(string(d.bytes())) // not hex: no sum (snapcodec.go)
 	}
 	f.Modified = StampOf(d.time())
 	f.Holder = d.id()
@@ -113,14 +109,13 @@ func (d *snapReader) file() *File {
 	f.Valid = d.set()
 	switch {
 	case flags&flagHexMD5 != 0:
-		var sum [16]byte
-		d.full(sum[:])
-		f.MD5 = hex.EncodeToString(sum[:])
+		d.full(f.MD5[:])
 	case flags&flagMD5 != 0:
-		f.MD5 = d.str()
+		f.MD5, _ = ParseMD5(string(d.bytes())) // not hex: none (snapcodec.go)
 	}
 	if flags&flagAttrs != 0 {
-		f.Attrs = &Attrs{ContentType: d.str(), PartsETag: d.str(), Headers: d.strMap(), User: d.strMap()}
+		a := &Attrs{ContentType: d.str(), PartsETag: d.str(), Headers: d.strMap(), User: d.strMap()}
+		f.Attrs = d.s.in.attrs(a.orNil())
 	}
 	return f
 }

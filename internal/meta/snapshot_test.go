@@ -65,19 +65,19 @@ func checkIdemEqual(t *testing.T, a, b *FSM) {
 }
 
 // Every field survives the binary format, including values it encodes
-// specially (hex sums, shared path prefixes, node ID and set references)
+// specially (raw sums, shared path prefixes, node ID and set references)
 // and those it must not mistake for them.
 func TestSnapshotRoundTripOddRecords(t *testing.T) {
-	hexSum := strings.Repeat("0123456789abcdef", 4)
+	sum := SHA256{0x01, 0x23, 31: 0xef}
 	files := []*File{
-		{Path: "a", Version: 3, BlobID: "b1", Size: 10, Sum: hexSum, Modified: StampOf(testTime), Valid: []string{"n1", "n2"}},
-		{Path: "a/b", Version: 4, Sum: strings.ToUpper(hexSum), Valid: []string{"n1", "n2"}},
-		{Path: "a/bc", Version: 5, Sum: hexSum[:63], Modified: StampOf(time.Unix(-9e9, 999_999_999))},
-		{Path: "a/bd", Version: 6, Sum: hexSum[:63] + "g", Holder: "n3", Grant: 6, Valid: []string{"n3"}},
+		{Path: "a", Version: 3, BlobID: "b1", Size: 10, Sum: sum, Modified: StampOf(testTime), Valid: []string{"n1", "n2"}},
+		{Path: "a/b", Version: 4, Sum: SHA256{31: 1}, MD5: MD5{15: 1}, Valid: []string{"n1", "n2"}},
+		{Path: "a/bc", Version: 5, Modified: StampOf(time.Unix(-9e9, 999_999_999))},
+		{Path: "a/bd", Version: 6, MD5: MD5{0xff}, Holder: "n3", Grant: 6, Valid: []string{"n3"}},
 		{Path: "b", Version: 7, Deleted: true, Pending: true, Unfenced: []string{"n1", "n2", "n3"}, Modified: StampOf(testTime.Add(time.Nanosecond))},
-		{Path: "b\x00é", Version: 8, Size: -1, Sum: "sum", Pending: true, Unfenced: []string{"n1"}, Holder: "n1", Grant: 8,
+		{Path: "b\x00é", Version: 8, Size: -1, Sum: sum, Pending: true, Unfenced: []string{"n1"}, Holder: "n1", Grant: 8,
 			Valid: []string{"n1", "n2"}},
-		{Path: strings.Repeat("x", 300), Version: 1 << 62, Sum: "", Valid: []string{"", "n2"}},
+		{Path: strings.Repeat("x", 300), Version: 1 << 62, Valid: []string{"", "n2"}},
 	}
 	m := NewFSM()
 	for _, f := range files {

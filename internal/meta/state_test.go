@@ -1,6 +1,8 @@
 package meta
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -16,6 +18,12 @@ type metaHarness struct {
 }
 
 var testTime = time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+
+// sumOf is the hex SHA-256 of s: a valid sum for a test command.
+func sumOf(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
 
 // newHarness returns a harness over an empty state with the given nodes
 // added as active members.
@@ -69,7 +77,7 @@ func (h *metaHarness) acquire(path, node string) uint64 {
 func (h *metaHarness) commit(path, node string, grant uint64, standby ...string) *Result {
 	h.t.Helper()
 	return h.must(Command{Kind: KindCommit, Path: path, Node: node, Grant: grant, Standby: standby,
-		BlobID: fmt.Sprintf("blob-%d", h.idx+1), Size: int64(len(path)), Sum: "sum-" + path, Time: testTime})
+		BlobID: fmt.Sprintf("blob-%d", h.idx+1), Size: int64(len(path)), Sum: sumOf("sum-" + path), Time: testTime})
 }
 
 // write acquires, commits and releases path as node: a complete write.

@@ -10,7 +10,7 @@ import (
 func TestCommitTake(t *testing.T) {
 	take := func(path, node string, cond Cond) Command {
 		return Command{Kind: KindCommit, Take: true, Path: path, Node: node, Cond: cond,
-			BlobID: "b", Size: 1, Sum: "s", Time: testTime, Idem: "k-" + path + node}
+			BlobID: "b", Size: 1, Sum: sumOf("s"), Time: testTime, Idem: "k-" + path + node}
 	}
 	tests := []struct {
 		name        string
