@@ -3,6 +3,7 @@ package systest
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/monitor"
 	"github.com/mure-dev/mure/internal/testcluster"
 )
@@ -226,5 +228,41 @@ func grafanaNamesExported(t *testing.T, addr string) {
 		if !later[name] && !strings.Contains(exported, "\n"+name) {
 			t.Errorf("docs/grafana-dashboard.json queries %s, which the node does not export", name)
 		}
+	}
+}
+
+// TestDashboardShowsFrontDoor: every node's dashboard shows the front
+// door of the dispatcher role's holder: its mode, policy and decisions.
+func TestDashboardShowsFrontDoor(t *testing.T) {
+	c, front := frontCluster(t, 2, frontdoor.Config{Mode: frontdoor.ModeRedirect})
+	if resp, err := noFollow().Get("http://" + front + "/healthz"); err == nil { // one decision
+		resp.Body.Close()
+	}
+	for i := range c.Nodes {
+		var v struct {
+			Dispatcher string           `json:"dispatcher"`
+			Front      frontdoor.Status `json:"front"`
+		}
+		testcluster.WaitFor(t, 10*time.Second, fmt.Sprintf("node %d's view to show the holder's front door with a decision", i), func() bool {
+			_, ck := uiCall(t, c.HTTPAddr(i), "POST", "/ui/login", "", url.Values{"token": {c.Token()}}, nil)
+			if ck == nil {
+				return false
+			}
+			req, _ := http.NewRequest("GET", "http://"+c.HTTPAddr(i)+"/ui/api/view", nil)
+			req.AddCookie(ck)
+			resp, err := bare.Do(req)
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			if json.NewDecoder(resp.Body).Decode(&v) != nil {
+				return false
+			}
+			var decisions uint64
+			for _, n := range v.Front.Decisions {
+				decisions += n
+			}
+			return v.Dispatcher != "" && v.Front.Active && v.Front.Mode == frontdoor.ModeRedirect && v.Front.Addr == front && decisions > 0
+		})
 	}
 }

@@ -111,3 +111,42 @@ func (s *Service) mergeOwn(nd history.NodeDump) {
 	fresh.Merge(cur, nil)
 	s.set.Replace(s.self, fresh)
 }
+
+// pullHolder asks the dispatcher role's holder, when it is another node,
+// for what it adds to its view (its front door: the policy it runs and
+// its decisions), so that every node's dashboard shows the front door.
+func (s *Service) pullHolder(ctx context.Context) {
+	holder, _ := s.cl.Dispatcher()
+	var addr string
+	for _, m := range s.cl.Members() {
+		if m.ID == holder && m.ID != s.self && (m.Gossip == cluster.GossipAlive || m.Gossip == cluster.GossipSuspect) {
+			addr = m.PeerAddr
+		}
+	}
+	var front json.RawMessage
+	if addr != "" && s.cfg.Peers != nil {
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.Interval)
+		defer cancel()
+		if req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/peer/monitor/extra", nil); err == nil {
+			if resp, err := s.cfg.Peers.Do(req); err == nil {
+				var extra map[string]json.RawMessage
+				if resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&extra) == nil {
+					front = extra["front"]
+				}
+				resp.Body.Close()
+			}
+		}
+	}
+	s.mu.Lock()
+	s.holderFront, s.holderID = front, holder
+	s.mu.Unlock()
+}
+
+func (s *Service) handleExtra(w http.ResponseWriter, _ *http.Request) {
+	extra := map[string]any{}
+	if s.cfg.Extra != nil {
+		extra = s.cfg.Extra()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(extra)
+}

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -49,6 +50,10 @@ type Service struct {
 	pulled  map[string]int64 // node → newest point time pulled from it
 	pulls   int64            // successful pulls since the start
 	backfed bool             // the whole history was asked of a peer once
+	// holderFront is the dispatcher role holder's front door status, as
+	// it last answered (holderID: that holder).
+	holderFront json.RawMessage
+	holderID    string
 }
 
 // New checks cfg and returns the service.
@@ -67,6 +72,7 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 	s.self, s.cl, s.log = env.NodeID, env.Cluster, env.Logger
 	env.Routes.HandleFunc("GET /history", s.handleHistory)
 	env.PeerRoutes.HandleFunc("GET /peer/history", s.handleHistory)
+	env.PeerRoutes.HandleFunc("GET /peer/monitor/extra", s.handleExtra)
 	s.ui = newUI(s, s.cfg.UI)
 	s.ui.routes(env.Routes)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -134,6 +140,7 @@ func (s *Service) loop(ctx context.Context) {
 			t.Reset(time.Until(time.Now().Truncate(s.cfg.Interval).Add(s.cfg.Interval)))
 			s.sample()
 			s.pull(ctx)
+			s.pullHolder(ctx)
 			s.ui.publish()
 		}
 	}

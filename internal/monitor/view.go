@@ -25,9 +25,13 @@ type View struct {
 	Dispatcher    string           `json:"dispatcher"`
 	DispatcherHow string           `json:"dispatcher_how"`
 	Members       []cluster.Member `json:"members"`
-	// Extra holds what node adds (the front door's policy and decisions,
-	// on a node with a front door).
+	// Extra holds what node adds: the dispatch policy setting, this
+	// node's front door and caching proxy, when it has them.
 	Extra map[string]any `json:"extra,omitempty"`
+	// Front is the front door of the dispatcher role's holder, this node
+	// or another (frontdoor.Status: its policy and decisions by policy);
+	// absent when no node holds one.
+	Front json.RawMessage `json:"front,omitempty"`
 	// Fields names the history's figures with their units.
 	Fields []history.Field `json:"fields"`
 }
@@ -38,6 +42,17 @@ func (s *Service) view(user string) View {
 	v.Dispatcher, v.DispatcherHow = s.cl.Dispatcher()
 	if s.cfg.Extra != nil {
 		v.Extra = s.cfg.Extra()
+	}
+	if v.Dispatcher == s.self {
+		if f, ok := v.Extra["front"]; ok {
+			v.Front, _ = json.Marshal(f)
+		}
+	} else {
+		s.mu.Lock()
+		if s.holderID == v.Dispatcher {
+			v.Front = s.holderFront
+		}
+		s.mu.Unlock()
 	}
 	return v
 }

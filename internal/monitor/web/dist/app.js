@@ -139,12 +139,12 @@ function drawMembers(v) {
   });
   $('#members tbody').replaceChildren(...rows);
   const extra = v.extra || {};
-  const front = extra.front;
+  const front = v.front;
   const parts = [];
   if (v.dispatcher) parts.push(`dispatcher role: ${v.dispatcher} (${v.dispatcher_how})`);
   parts.push('dispatch.policy ' + (extra.policy || "unset (each node's --front-policy)"));
   if (front && front.active) {
-    parts.push(`front door open here at ${front.addr}, decisions since its start: ` +
+    parts.push(`front door of ${v.dispatcher} at ${front.addr} (${front.mode}, policy ${front.policy}), decisions since it opened: ` +
       (Object.entries(front.decisions || {}).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'));
   }
   $('#front').textContent = parts.join(' · ');
