@@ -185,6 +185,7 @@ func TestSessions(t *testing.T) {
 		"--session-kind", "busy command idle=4s cpus=0.05 -- /bin/sh -c 'while :; do :; done'",
 		"--session-kind", "few command processes=8 -- /usr/bin/python3 "+forks,
 		"--session-kind", "app web -- /usr/bin/python3 "+webApp,
+		"--session-kind", "hog command memory=32MiB -- /usr/bin/python3 -c 'b = bytearray(256 << 20); print(len(b))'",
 		"--session-kind", "keep command restart=elsewhere -- /bin/sh -c 'echo started; exec sleep 600'")
 	t.Cleanup(func() { killHolders(pc, 3) })
 	bin := testcluster.BuildBinary(t)
@@ -285,6 +286,10 @@ func TestSessions(t *testing.T) {
 		if busy == nil {
 			t.Fatal("the busy but silent session was culled")
 		}
+		// It spins, but its cgroup gives it 5% of a core (cpus=0.05).
+		if lim := 0.05*float64(busy.AgeSeconds+1) + 0.3; busy.CPUSeconds <= 0 || busy.CPUSeconds > lim {
+			t.Errorf("the spinning session used %.2f s of CPU in %d s, want some and at most %.2f (cpus=0.05)", busy.CPUSeconds, busy.AgeSeconds, lim)
+		}
 		if out, err := mureCLI(t, bin, pc.HTTPAddr(0), alice, "session", "kill", ids[1]); err != nil {
 			t.Fatalf("kill: %v: %s", err, out)
 		}
@@ -318,6 +323,31 @@ func TestSessions(t *testing.T) {
 		tm.run("kill-session", "-t", "f")
 		if out, err := mureCLI(t, bin, pc.HTTPAddr(0), alice, "session", "kill", v.ID); err != nil {
 			t.Fatalf("kill: %v: %s", err, out)
+		}
+	})
+
+	t.Run("memory limit", func(t *testing.T) {
+		var st struct {
+			Services map[string]struct {
+				Limits bool `json:"limits"`
+			} `json:"services"`
+		}
+		raw, err := admin.Status(context.Background())
+		if err != nil || json.Unmarshal(raw, &st) != nil || !st.Services["sessions"].Limits {
+			t.Skip("this node cannot create cgroups: limits are not enforced")
+		}
+		out, err := mureCLI(t, bin, pc.HTTPAddr(0), alice, "session", "new", "--kind", "hog", "--json")
+		var v client.Session
+		if err == nil {
+			_ = json.Unmarshal([]byte(out), &v)
+			tm.attach("h", bin, pc.HTTPAddr(0), alice, v.ID)
+			scr := tm.waitScreen("h", "session "+v.ID+" ended")
+			if strings.Contains(scr, "268435456") || !strings.Contains(scr, "status -1") {
+				t.Fatalf("a session limited to 32 MiB was not killed allocating 256 MiB:\n%s", scr)
+			}
+			tm.run("kill-session", "-t", "h")
+		} else if !strings.Contains(out, "exited at once") {
+			t.Fatalf("session new hog: %v: %s", err, out)
 		}
 	})
 
@@ -443,9 +473,9 @@ func TestSessions(t *testing.T) {
 	if out, err := mureCLI(t, bin, pc.HTTPAddr(1), alice, "session", "kill", s.ID); err != nil {
 		t.Fatalf("kill: %v: %s", err, out)
 	}
-	if l := sessionsOf(t, bin, pc.HTTPAddr(2), alice); len(l) != 0 {
-		t.Fatalf("after kill alice lists %+v", l)
-	}
+	testcluster.WaitFor(t, 10*time.Second, "alice to have no session left", func() bool {
+		return len(sessionsOf(t, bin, pc.HTTPAddr(2), alice)) == 0
+	})
 }
 
 const forksPy = `import subprocess, time
