@@ -166,6 +166,17 @@ func (g *gossip) supports() map[string]meta.Supports {
 	return out
 }
 
+// alive reports whether member id is seen alive or suspect. It reads the
+// one record only: view's refresh from memberlist turns alive into
+// suspect, which does not change the answer, and costs a copy of every
+// member (this runs for every write and every replica to fetch).
+func (g *gossip) alive(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, ok := g.peers[id]
+	return ok && (p.state == GossipAlive || p.state == GossipSuspect)
+}
+
 // view returns a copy of every member seen, refreshing suspect states from
 // memberlist.
 func (g *gossip) view() map[string]peerView {

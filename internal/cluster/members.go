@@ -77,8 +77,7 @@ func (c *Cluster) Alive(id string) bool {
 	if id == c.cfg.NodeID {
 		return true
 	}
-	p, ok := c.gossip.view()[id]
-	return ok && (p.state == GossipAlive || p.state == GossipSuspect)
+	return c.gossip.alive(id)
 }
 
 // RaftStats returns raft's own figures (state, term, indexes).

@@ -185,17 +185,19 @@ func (s *Service) resumeReplica(ctx context.Context, f *meta.File, source string
 }
 
 // collect removes local blobs of f's path that no current version needs.
+// It runs at every change of every path, so it lists the blobs' names
+// only (no sidecar read) and stops there in the usual case: the current
+// version's blob alone.
 func (s *Service) collect(f *meta.File) {
 	if f == nil {
 		return
 	}
-	infos, err := s.st.List(f.Path)
-	if err != nil || len(infos) == 0 {
+	ids, err := s.st.IDs(f.Path)
+	if err != nil || len(ids) == 0 {
 		return
 	}
-	ids := make([]string, 0, len(infos))
-	for _, in := range infos {
-		ids = append(ids, in.ID)
+	if len(ids) == 1 && f.Exists() && ids[0] == f.BlobID {
+		return
 	}
 	keep := s.protect.keep(f.Path, ids)
 	if f.Exists() {

@@ -108,6 +108,34 @@ func (s *Store) List(path string) ([]Info, error) {
 	return infos, nil
 }
 
+// IDs returns the IDs of path's blobs, sorted, from the directory's names
+// alone: no sidecar is read or checked, so it is cheap enough to call at
+// every change of a path (garbage collection), where List would read one
+// sidecar per blob. A blob whose commit is in progress may be listed.
+func (s *Store) IDs(path string) ([]string, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("store: ids %q: %w", path, ErrClosed)
+	}
+	l := s.locate(path)
+	mu := &s.stripes[l.stripe]
+	mu.RLock()
+	ents, err := s.fs.ReadDir(l.dir)
+	mu.RUnlock()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, wrapErr("ids", path, "", err)
+	}
+	var ids []string
+	for _, e := range ents {
+		if validID(e.Name()) && e.Type().IsRegular() {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
+
 // Walk calls fn for every committed blob, with its original path, grouped
 // by path in hash order (not sorted by path). fn may call any Store
 // method: no lock is held while it runs. Blobs committed or removed during

@@ -412,6 +412,13 @@ func TestRemoveExceptWalkUsage(t *testing.T) {
 	if !slices.Equal(ids, []string{"v3", "v4"}) {
 		t.Errorf("ids after RemoveExcept = %v", ids)
 	}
+	// IDs lists the same blobs from the names alone (sidecars left out).
+	if got, err := s.IDs("f/x"); err != nil || !slices.Equal(got, []string{"v3", "v4"}) {
+		t.Errorf("IDs(f/x) = %v, %v; want [v3 v4]", got, err)
+	}
+	if got, err := s.IDs("never/written"); err != nil || got != nil {
+		t.Errorf("IDs(never/written) = %v, %v; want none", got, err)
+	}
 	if _, err := s.Open("f/x", "v1"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Open removed (cached) blob: %v", err)
 	}
