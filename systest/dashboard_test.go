@@ -2,19 +2,23 @@ package systest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mure-dev/mure/internal/certs"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/monitor"
+	"github.com/mure-dev/mure/internal/node"
 	"github.com/mure-dev/mure/internal/testcluster"
 )
 
@@ -265,4 +269,44 @@ func TestDashboardShowsFrontDoor(t *testing.T) {
 			return v.Dispatcher != "" && v.Front.Active && v.Front.Mode == frontdoor.ModeRedirect && v.Front.Addr == front && decisions > 0
 		})
 	}
+}
+
+// TestDashboardOverTLS: a login over TLS gives a Secure cookie, which
+// opens the dashboard's data over TLS.
+func TestDashboardOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	if err := certs.InitCA(dir, "test CA"); err != nil {
+		t.Fatal(err)
+	}
+	crt, key := filepath.Join(dir, "n.crt"), filepath.Join(dir, "n.key")
+	if err := certs.Issue(dir, []string{"127.0.0.1"}, 1, crt, key); err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.Start(t, 1, testcluster.Options{Setup: func(i int, cfg *node.Config) { cfg.TLSCert, cfg.TLSKey = crt, key }})
+	pool, err := certs.LoadPool(filepath.Join(dir, certs.CACert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
+	base := "https://" + c.HTTPAddr(0)
+	resp, err := hc.PostForm(base+"/ui/login", url.Values{"token": {c.Token()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var ck *http.Cookie
+	for _, k := range resp.Cookies() {
+		if k.Name == "mure_ui" {
+			ck = k
+		}
+	}
+	if resp.StatusCode != http.StatusOK || ck == nil || !ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("login over TLS: %d, cookie %+v: want a Secure, HttpOnly, SameSite=Strict one", resp.StatusCode, ck)
+	}
+	req, _ := http.NewRequest("GET", base+"/ui/api/view", nil)
+	req.AddCookie(ck)
+	if resp, err = hc.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("view over TLS with the session: %v %v", resp, err)
+	}
+	resp.Body.Close()
 }
