@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
 )
 
@@ -33,7 +32,6 @@ type holder struct {
 	cmd  *exec.Cmd
 
 	mu       sync.Mutex
-	term     *vt.Emulator
 	size     Size
 	peers    map[*peer]struct{} // attached clients
 	lastIn   time.Time
@@ -41,6 +39,10 @@ type holder struct {
 	started  time.Time
 	nattach  atomic.Int32
 	activity *activity
+
+	// The screen: the emulator takes the output behind the clients, at
+	// its own pace (screen.go).
+	scr screen
 
 	killOnce sync.Once
 	ended    chan struct{} // closed when the program has exited
@@ -82,6 +84,7 @@ func Run(ctx context.Context, dir string) error {
 	pumped := make(chan struct{})
 	go func() { defer close(pumped); h.pump() }()
 	go h.replies()
+	go h.scr.run(h.ended)
 	go h.accept(ln)
 	stopSample := make(chan struct{})
 	go h.sample(stopSample)
@@ -111,8 +114,7 @@ func (h *holder) start() error {
 	h.cmd.Dir = s.Dir
 	attrs := &syscall.SysProcAttr{Setsid: true, Setctty: true,
 		Credential: &syscall.Credential{Uid: s.UID, Gid: s.GID, Groups: s.Groups}}
-	h.term = vt.NewEmulator(int(s.Size.Cols), int(s.Size.Rows))
-	h.term.SetScrollbackSize(s.Scrollback)
+	h.scr.init(&h.mu, int(s.Size.Cols), int(s.Size.Rows), s.Scrollback)
 	ptmx, err := pty.StartWithAttrs(h.cmd, &pty.Winsize{Cols: s.Size.Cols, Rows: s.Size.Rows}, attrs)
 	if err != nil {
 		return fmt.Errorf("start %s as uid %d: %w", s.Argv[0], s.UID, err)
@@ -137,7 +139,7 @@ func (h *holder) pump() {
 		if n > 0 {
 			f := frame(FrameOutput, buf[:n])
 			h.mu.Lock()
-			_, _ = h.term.Write(buf[:n])
+			h.scr.appendLocked(buf[:n]) // waits while the screen lags too far
 			h.lastOut = time.Now()
 			for p := range h.peers {
 				p.queue(f)
@@ -156,7 +158,7 @@ func (h *holder) pump() {
 func (h *holder) replies() {
 	buf := make([]byte, 4096)
 	for {
-		n, err := h.term.Read(buf)
+		n, err := h.scr.term.Read(buf)
 		if n > 0 && h.nattach.Load() == 0 {
 			_, _ = h.ptmx.Write(buf[:n])
 		}
@@ -218,7 +220,7 @@ func (h *holder) finish(werr error) {
 	}
 	_ = h.ptmx.Close()
 	// Ends replies; Emulator.Close would race with its Read.
-	if c, ok := h.term.InputPipe().(io.Closer); ok {
+	if c, ok := h.scr.term.InputPipe().(io.Closer); ok {
 		_ = c.Close()
 	}
 	h.log.Info("session ended", "code", e.Code, "error", e.Error)

@@ -220,3 +220,35 @@ func BenchmarkScreen(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*10000)/b.Elapsed().Seconds(), "lines/s")
 }
+
+// The clients get the output at the PTY's pace, not the emulator's; a
+// client attaching meanwhile gets the screen and the output the emulator
+// has not applied yet, so it ends where the live stream goes on.
+func TestOutputOutrunsTheScreen(t *testing.T) {
+	dir := startHolder(t, `read go; seq 1 100000; echo all-written; sleep 30`)
+	ctx := context.Background()
+	a, err := Attach(ctx, dir, Size{Cols: 80, Rows: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Input([]byte("go\r")); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, a, "all-written")
+	b, err := Attach(ctx, dir, Size{Cols: 80, Rows: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	_ = b.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	typ, p, err := b.Next()
+	if err != nil || typ != FrameScreen {
+		t.Fatalf("first frame %q: %v", typ, err)
+	}
+	if strings.Contains(string(p), "all-written") {
+		return // the emulator caught up already
+	}
+	// The rest comes at once, before any new output: the log's tail.
+	readUntil(t, b, "all-written")
+}

@@ -1,11 +1,8 @@
 package holder
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/creack/pty"
@@ -148,7 +145,14 @@ func (h *holder) write(p *peer) {
 				<-p.out
 			}
 			p.behind, p.bytes = false, 0
-			f = frame(FrameScreen, h.screenLocked())
+			snap := h.scr.snapshotLocked(h.size)
+			h.mu.Unlock()
+			for _, f := range snap {
+				if _, err := p.conn.Write(f); err != nil {
+					return
+				}
+			}
+			continue
 		}
 		h.mu.Unlock()
 		if f == nil {
@@ -184,7 +188,10 @@ func (h *holder) attach(p *peer, sz Size) {
 	h.peers[p] = struct{}{}
 	h.nattach.Add(1)
 	h.resizeLocked()
-	p.queue(frame(FrameScreen, h.screenLocked()))
+	for _, f := range h.scr.snapshotLocked(h.size) { // bounded by maxLag
+		p.out <- f
+		p.bytes += len(f)
+	}
 	select {
 	case <-h.ended:
 		p.queue(frame(FrameExit, marshal(h.exit)))
@@ -216,30 +223,7 @@ func (h *holder) resizeLocked() {
 	}
 	h.size = sz
 	_ = pty.Setsize(h.ptmx, &pty.Winsize{Cols: sz.Cols, Rows: sz.Rows})
-	h.term.Resize(int(sz.Cols), int(sz.Rows))
-}
-
-// screenLocked renders the screen as it is now: clear, each line in
-// place with its styles, then the cursor.
-func (h *holder) screenLocked() []byte {
-	var b bytes.Buffer
-	b.WriteString("\x1b[0m\x1b[H\x1b[2J")
-	for y, line := range strings.Split(h.term.Render(), "\n") {
-		if y >= int(h.size.Rows) {
-			break
-		}
-		if line != "" {
-			fmt.Fprintf(&b, "\x1b[%d;1H%s\x1b[0m", y+1, line)
-		}
-	}
-	pos := h.term.CursorPosition()
-	fmt.Fprintf(&b, "\x1b[%d;%dH", pos.Y+1, pos.X+1)
-	if h.term.CursorHidden() {
-		b.WriteString("\x1b[?25l")
-	} else {
-		b.WriteString("\x1b[?25h")
-	}
-	return b.Bytes()
+	h.scr.resizeLocked(sz)
 }
 
 // notice sends a message to the attached clients (not to the screen).
