@@ -182,7 +182,7 @@ func TestSessions(t *testing.T) {
 	t.Cleanup(func() { os.Remove(webApp) })
 	pc := testcluster.StartProc(t, 3, "--session-lost-after", "2s",
 		"--session-kind", "quiet command idle=4s warn=3s -- /bin/sh -c 'sleep 600'",
-		"--session-kind", "busy command idle=4s cpus=0.05 -- /bin/sh -c 'while :; do :; done'",
+		"--session-kind", "busy command idle=4s cpus=0.1 -- /bin/sh -c 'while :; do :; done'",
 		"--session-kind", "few command processes=8 -- /usr/bin/python3 "+forks,
 		"--session-kind", "app web -- /usr/bin/python3 "+webApp,
 		"--session-kind", "hog command memory=32MiB -- /usr/bin/python3 -c 'b = bytearray(256 << 20); print(len(b))'",
@@ -286,9 +286,9 @@ func TestSessions(t *testing.T) {
 		if busy == nil {
 			t.Fatal("the busy but silent session was culled")
 		}
-		// It spins, but its cgroup gives it 5% of a core (cpus=0.05).
-		if lim := 0.05*float64(busy.AgeSeconds+1) + 0.3; busy.CPUSeconds <= 0 || busy.CPUSeconds > lim {
-			t.Errorf("the spinning session used %.2f s of CPU in %d s, want some and at most %.2f (cpus=0.05)", busy.CPUSeconds, busy.AgeSeconds, lim)
+		// It spins, but its cgroup gives it 10% of a core (cpus=0.1).
+		if lim := 0.1*float64(busy.AgeSeconds+1) + 0.3; busy.CPUSeconds <= 0 || busy.CPUSeconds > lim {
+			t.Errorf("the spinning session used %.2f s of CPU in %d s, want some and at most %.2f (cpus=0.1)", busy.CPUSeconds, busy.AgeSeconds, lim)
 		}
 		if out, err := mureCLI(t, bin, pc.HTTPAddr(0), alice, "session", "kill", ids[1]); err != nil {
 			t.Fatalf("kill: %v: %s", err, out)

@@ -11,10 +11,10 @@ import (
 // sampleEvery is how often the holder measures its session's processes.
 const sampleEvery = 2 * time.Second
 
-// busyTicks is the CPU time (in clock ticks, 10 ms) per sample above
-// which the session counts as busy: a program computing without writing
-// is not idle (the JupyterHub culler's known failing).
-const busyTicks = 5
+// busyTicks is the CPU time (in clock ticks, 10 ms) per sample from which
+// the session counts as busy (1.5% of a core): a program computing
+// without writing is not idle (the JupyterHub culler's known failing).
+const busyTicks = 3
 
 // Status is what a holder reports about its session.
 type Status struct {
