@@ -131,9 +131,18 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, owner Peer) erro
 	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		req.Header.Add("X-Forwarded-For", ip)
 	}
+	// An owner cut off without a word (packets dropped) must not hold the
+	// client: without a response header in time, the node serves alone.
+	timer := time.AfterFunc(h.limits.HeaderTimeout, cancel)
 	resp, err := h.share.Client().Do(req)
-	if err != nil {
+	if err != nil || !timer.Stop() {
+		if err == nil {
+			resp.Body.Close()
+		}
 		h.log.Debug("cache: owner unreachable; serving alone", "owner", owner.ID, "err", err)
+		if r.Context().Err() != nil {
+			return nil // the client is gone: nothing to serve
+		}
 		return errNoOwner
 	}
 	defer resp.Body.Close()

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mure-dev/mure/internal/cache/tier"
 	"github.com/mure-dev/mure/internal/service"
@@ -147,5 +148,45 @@ func TestOwnerUnreachableServesAlone(t *testing.T) {
 				t.Errorf("%d %q %q", resp.StatusCode, body, resp.Header.Get("Cache-Status"))
 			}
 		})
+	}
+}
+
+// TestSilentOwnerServesAlone: an owner that accepts the connection but
+// never answers holds the client no longer than the header timeout.
+func TestSilentOwnerServesAlone(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=600")
+		io.WriteString(w, "alone")
+	})
+	silent := make(chan struct{})
+	mute := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-silent }))
+	t.Cleanup(mute.Close)
+	t.Cleanup(func() { close(silent) }) // before mute.Close, which waits for its handler
+	u, _ := url.Parse(o.URL)
+	tiers, err := tier.Open(tier.Config{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := fixedRing{self: Peer{"me", "127.0.0.1:2"}, owner: Peer{"mute", strings.TrimPrefix(mute.URL, "http://")}}
+	h, err := NewHandler(Config{Origins: []Origin{{URL: u}}, Limits: Limits{HeaderTimeout: 200 * time.Millisecond},
+		Sharing: &Sharing{Ring: ring, Client: func() *http.Client { return http.DefaultClient }}},
+		tiers, service.Env{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { srv.Close(); h.Close(); tiers.Close() })
+	start := time.Now()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(srv.URL + "/a")
+	if err != nil {
+		t.Fatalf("a silent owner held the client: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "alone" || resp.StatusCode != 200 {
+		t.Errorf("%d %q", resp.StatusCode, b)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("a silent owner held the client %v", d)
 	}
 }
