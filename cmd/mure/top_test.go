@@ -8,6 +8,7 @@ import (
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/history"
 	"github.com/mure-dev/mure/internal/node"
+	"github.com/mure-dev/mure/internal/testcluster"
 )
 
 func TestRenderTop(t *testing.T) {
@@ -86,4 +87,34 @@ func TestRenderTop(t *testing.T) {
 	if !strings.Contains(screen, "█  max 118") {
 		t.Errorf("aaaa's requests sparkline should end at its top, 118/s:\n%s", screen)
 	}
+}
+
+// TestTopOnce: `mure top --once` prints one screen from a real node, and a
+// clear error when it cannot reach one.
+func TestTopOnce(t *testing.T) {
+	c := testcluster.Start(t, 1)
+	t.Setenv("MURE_TOKEN", c.Token())
+	t.Setenv("MURE_NODE", c.HTTPAddr(0))
+	var out string
+	testcluster.WaitFor(t, 10*time.Second, "a screen with the node's CPU", func() bool {
+		var err error
+		out, err = run(t, runTop, "--once")
+		f := topRowOf(out, c.ID(0))
+		return err == nil && len(f) > 3 && f[1] == "up" && strings.HasSuffix(f[3], "%")
+	})
+	if strings.Contains(out, "\x1b[") {
+		t.Errorf("--once wrote terminal control sequences: %q", out)
+	}
+	if _, err := run(t, runTop, "--once", "--node", "127.0.0.1:1"); err == nil {
+		t.Error("--once against no node succeeded")
+	}
+}
+
+func topRowOf(screen, id string) []string {
+	for line := range strings.Lines(screen) {
+		if f := strings.Fields(line); len(f) > 3 && f[0] == id {
+			return f
+		}
+	}
+	return nil
 }
