@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -368,5 +367,3 @@ func (m *Manager) ended(ctx context.Context, id string) {
 		}
 	}
 }
-
-var errNoHolder = errors.New("no holder")

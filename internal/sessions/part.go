@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mure-dev/mure/internal/meta"
@@ -192,8 +191,6 @@ func Lookup(fsm *meta.FSM, id string) (s Session, ok bool) {
 	return s, ok
 }
 
-// errWire tells a proposer's sentinel apart (meta.Result errors cross
-// nodes as text with meta's kinds).
-func isNotFound(err error) bool {
-	return errors.Is(err, meta.ErrNotFound) || err != nil && strings.Contains(err.Error(), "not found")
-}
+// isNotFound: the record was already gone (meta's kinds cross nodes with
+// a forwarded proposal's result).
+func isNotFound(err error) bool { return errors.Is(err, meta.ErrNotFound) }
