@@ -65,9 +65,12 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if hidden[name] {
 		return nil, syscall.ENOENT
 	}
+	k := join(d.key(), name)
+	if e := checkName(name, k, false); e != 0 {
+		return nil, e
+	}
 	ctx, cancel := d.m.ctx(ctx)
 	defer cancel()
-	k := join(d.key(), name)
 	dir, err := d.m.isDir(ctx, k, false)
 	if err != nil {
 		return nil, errno(err)
@@ -159,9 +162,12 @@ func (d *dirNode) Mkdir(ctx context.Context, name string, _ uint32, out *fuse.En
 	if hidden[name] {
 		return nil, syscall.EACCES
 	}
+	k := join(d.key(), name)
+	if e := checkName(name, k, true); e != 0 {
+		return nil, e
+	}
 	ctx, cancel := d.m.ctx(ctx)
 	defer cancel()
-	k := join(d.key(), name)
 	if ok, err := d.exists(ctx, k); err != nil || ok {
 		if err != nil {
 			return nil, errno(err)
@@ -182,6 +188,9 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, _ uint3
 		return nil, nil, 0, syscall.EACCES
 	}
 	k := join(d.key(), name)
+	if e := checkName(name, k, false); e != 0 {
+		return nil, nil, 0, e
+	}
 	cctx, cancel := d.m.ctx(ctx)
 	dir, err := d.m.isDir(cctx, k, true)
 	if err == nil && !dir && flags&syscall.O_EXCL != 0 {
@@ -209,11 +218,23 @@ func (d *dirNode) Create(ctx context.Context, name string, flags uint32, _ uint3
 	return d.NewInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG}), h, 0, 0
 }
 
-// Unlink deletes a file.
+// Unlink deletes a file. An open file stays readable and writable
+// through its handles, and is not written back when they close.
 func (d *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	ctx, cancel := d.m.ctx(ctx)
 	defer cancel()
-	return errno(d.m.files.Delete(ctx, join(d.key(), name), nil))
+	var f *fileNode
+	if ch := d.GetChild(name); ch != nil {
+		f, _ = ch.Operations().(*fileNode)
+	}
+	err := d.m.files.Delete(ctx, join(d.key(), name), nil)
+	if errors.Is(err, client.ErrNotFound) && f != nil && f.hasWriter() {
+		err = nil // created here and not closed yet: not in the cluster
+	}
+	if err == nil && f != nil {
+		f.unlink()
+	}
+	return errno(err)
 }
 
 // Rmdir removes an empty folder (its marker, if any).
@@ -253,6 +274,9 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 	defer cancel()
 	from := join(d.key(), name)
 	to := join(newParent.EmbeddedInode().Path(nil), newName)
+	if e := checkName(newName, to, false); e != 0 {
+		return e
+	}
 	if flags&renameNoReplace != 0 {
 		if ok, err := d.exists(ctx, to); err != nil || ok {
 			if err != nil {

@@ -19,10 +19,32 @@ type fileNode struct {
 	fs.Inode
 	m *mnt
 
-	mu      sync.Mutex
-	info    client.FileInfo // the last version seen
-	cached  uint64          // the version whose pages the kernel may keep
-	writing *writeHandle    // the newest open writer, if any
+	mu       sync.Mutex
+	info     client.FileInfo // the last version seen
+	cached   uint64          // the version whose pages the kernel may keep
+	writing  *writeHandle    // the newest open writer, if any
+	unlinked bool            // removed while open: its writers upload nothing
+}
+
+// unlink marks the file removed while it may be open.
+func (f *fileNode) unlink() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unlinked = true
+}
+
+func (f *fileNode) isUnlinked() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.unlinked
+}
+
+// hasWriter reports whether a writer is open (a new file is in the
+// cluster only once one closes).
+func (f *fileNode) hasWriter() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.writing != nil
 }
 
 var (
@@ -51,6 +73,9 @@ func (f *fileNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Attr
 	if w != nil {
 		size, mod := w.stat()
 		f.m.fileAttr(&out.Attr, size, mod)
+		if f.isUnlinked() {
+			out.Nlink = 0
+		}
 		return 0
 	}
 	ctx, cancel := f.m.ctx(ctx)

@@ -226,6 +226,12 @@ func (h *writeHandle) Flush(ctx context.Context) syscall.Errno {
 	if !h.dirty {
 		return 0
 	}
+	if h.f.isUnlinked() {
+		// Removed while open: what is written stays in the spool, for
+		// this handle's reads, and never reaches the cluster.
+		h.dirty = false
+		return 0
+	}
 	var body io.Reader
 	if h.size > 0 {
 		body = io.NewSectionReader(h.spool, 0, h.size)

@@ -143,6 +143,26 @@ func (m *mnt) ctx(parent context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(parent, m.timeout)
 }
 
+// Name limits: a name of at most 255 bytes (NAME_MAX), a key of at most
+// 1024 (the file API's); longer is ENAMETOOLONG.
+const (
+	maxName = 255
+	maxKey  = 1024
+)
+
+// checkName refuses a name, or the key it makes (with room for a
+// folder's marker when dir), that the cluster cannot hold.
+func checkName(name, k string, dir bool) syscall.Errno {
+	n := len(k)
+	if dir {
+		n += len("/" + DirMarker)
+	}
+	if len(name) > maxName || n > maxKey {
+		return syscall.ENAMETOOLONG
+	}
+	return 0
+}
+
 // join is the key of name in the folder dir ("" for the root).
 func join(dir, name string) string {
 	if dir == "" {

@@ -158,6 +158,45 @@ func TestMountFiles(t *testing.T) {
 		}
 	})
 
+	t.Run("unlinked while open", func(t *testing.T) {
+		f, err := os.OpenFile(at("gone"), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(at("gone")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString("still here"); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 10)
+		if _, err := f.ReadAt(buf, 0); err != nil || string(buf) != "still here" {
+			t.Fatalf("read of an unlinked open file: %q, %v", buf, err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.Stat(ctx, "gone"); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("an unlinked file came back at close: %v", err)
+		}
+	})
+
+	t.Run("names too long", func(t *testing.T) {
+		if err := os.WriteFile(at(strings.Repeat("n", 256)), nil, 0o644); !errors.Is(err, syscall.ENAMETOOLONG) {
+			t.Fatalf("a 256-byte name: %v, want ENAMETOOLONG", err)
+		}
+		deep := at(strings.Repeat("d", 200))
+		for range 5 { // 5 folders: a 1004-byte key; a file in it: 1205
+			if err := os.Mkdir(deep, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			deep = filepath.Join(deep, strings.Repeat("d", 200))
+		}
+		if err := os.WriteFile(deep, nil, 0o644); !errors.Is(err, syscall.ENAMETOOLONG) {
+			t.Fatalf("a key over 1024 bytes: %v, want ENAMETOOLONG", err)
+		}
+	})
+
 	t.Run("not a tree: the folder wins", func(t *testing.T) {
 		for _, p := range []string{"t/a", "t/a/b"} {
 			if _, err := cl.Put(ctx, p, strings.NewReader(p), nil); err != nil {
