@@ -250,6 +250,15 @@ func TestVary(t *testing.T) {
 			}
 		})
 	}
+	lang := Select([]string{"Accept-Language"}, hdr("Accept-Language", "en, de;q=0.5"))
+	for _, v := range []string{"de;q=0.5, en", "EN,  De; q=0.5", " en ,de;q=0.5"} {
+		if !lang.Matches([]string{"Accept-Language"}, hdr("Accept-Language", v)) {
+			t.Errorf("Accept-Language %q does not match %q", v, "en, de;q=0.5")
+		}
+	}
+	if lang.Matches([]string{"Accept-Language"}, hdr("Accept-Language", "en, fr;q=0.5")) {
+		t.Error("another language matched")
+	}
 	if _, star := VaryFields(hdr("Vary", "a, *")); !star {
 		t.Error("Vary: * not seen")
 	}

@@ -33,7 +33,7 @@ func Select(fields []string, reqHeader Header) Selected {
 	s := make(Selected, len(fields))
 	for _, f := range fields {
 		if lines, ok := reqHeader[f]; ok {
-			s[f] = normalise(lines)
+			s[f] = normalise(f, lines)
 		}
 	}
 	return s
@@ -44,7 +44,7 @@ func (s Selected) Matches(fields []string, reqHeader Header) bool {
 	for _, f := range fields {
 		want, stored := s[f]
 		lines, present := reqHeader[f]
-		if stored != present || (present && normalise(lines) != want) {
+		if stored != present || (present && normalise(f, lines) != want) {
 			return false
 		}
 	}
@@ -68,14 +68,28 @@ func (s Selected) Key() string {
 	return b.String()
 }
 
+// unordered are the negotiation fields whose members are
+// case-insensitive tokens with weights, so that neither their order nor
+// their case changes what they select (RFC 9110 §12.5).
+var unordered = map[string]bool{"Accept-Language": true, "Accept-Encoding": true, "Accept-Charset": true}
+
 // normalise joins a field's lines and members with ", " and collapses the
-// whitespace around them, so that equivalent spellings match.
-func normalise(lines []string) string {
+// whitespace around them, so that equivalent spellings match; the members
+// of the unordered negotiation fields are also lower-cased, stripped of
+// spaces and sorted.
+func normalise(field string, lines []string) string {
 	var members []string
 	for _, l := range lines {
 		for _, m := range splitList(l) {
+			if unordered[field] {
+				members = append(members, strings.ToLower(strings.Join(strings.Fields(m), "")))
+				continue
+			}
 			members = append(members, strings.Join(strings.Fields(m), " "))
 		}
+	}
+	if unordered[field] {
+		sort.Strings(members)
 	}
 	return strings.Join(members, ", ")
 }
