@@ -178,11 +178,11 @@ func (s *State) alone(node string) bool {
 func (s *State) pend(f, cur *File, before []string) []string {
 	all := slices.Clone(before)
 	if cur != nil && cur.Pending {
-		all = append(all, cur.Unfenced...)
+		all = append(all, cur.unfenced()...)
 	}
 	slices.Sort(all)
 	inv := slices.Compact(all)
-	f.Pending, f.Unfenced = len(inv) > 0, inv
+	f.Pending, f.Unfenced = len(inv) > 0, nodesRef(inv)
 	return inv
 }
 

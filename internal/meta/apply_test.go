@@ -279,7 +279,7 @@ func TestCommit(t *testing.T) {
 			// The table lists the others; the proposer is fenced too when it
 			// could answer for the old state (its view lags its own commit).
 			wantInval := slices.Clone(tc.wantInval)
-			if !before.Exists() || before.IsValidOn(c.Node) || slices.Contains(before.Unfenced, c.Node) {
+			if !before.Exists() || before.IsValidOn(c.Node) || slices.Contains(before.unfenced(), c.Node) {
 				wantInval = append(wantInval, c.Node)
 			}
 			slices.Sort(wantInval)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // A sum is hex on the wire and in JSON, raw in the record; what is not
@@ -246,4 +247,14 @@ func mustMD5(t *testing.T, s string) MD5 {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// A record stays in Go's 176-byte size class: the catalogue holds one per
+// file, and the next class costs 16 bytes more for each of millions
+// (docs/benchmarks.md, "Catalogue scale"). A new field must find room, or
+// the budget be measured again with BenchmarkCatalogueScale.
+func TestFileRecordSize(t *testing.T) {
+	if n := unsafe.Sizeof(File{}); n > 176 {
+		t.Fatalf("meta.File is %d bytes, over the 176-byte size class", n)
+	}
 }

@@ -86,20 +86,39 @@ func appendKeyString(b []byte, s string) []byte {
 // acquire returns the shared set equal to ids (same IDs in the same
 // order), counting one more record using it. An empty set is nil.
 func (in *interner) acquire(ids []string) []string {
+	if s := in.acquireSet(ids); s != nil {
+		return s.ids
+	}
+	return nil
+}
+
+// acquireRef is acquire for a set behind a pointer (File.Unfenced).
+func (in *interner) acquireRef(ids *[]string) *[]string {
+	if ids == nil {
+		return nil
+	}
+	if s := in.acquireSet(*ids); s != nil {
+		return &s.ids
+	}
+	return nil
+}
+
+func (in *interner) acquireSet(ids []string) *sharedSet {
 	if len(ids) == 0 {
 		return nil
 	}
 	key := in.setKey(ids)
 	if s, ok := in.sets[string(key)]; ok {
 		s.refs++
-		return s.ids
+		return s
 	}
 	shared := make([]string, len(ids)) // exact size: cap == len
 	for i, id := range ids {
 		shared[i] = in.id(id)
 	}
-	in.sets[string(key)] = &sharedSet{ids: shared, refs: 1}
-	return shared
+	s := &sharedSet{ids: shared, refs: 1}
+	in.sets[string(key)] = s
+	return s
 }
 
 // release counts one record fewer using the set; the last one forgets it.
@@ -121,14 +140,14 @@ func (in *interner) release(ids []string) {
 // its sets (f is about to enter the tree).
 func (in *interner) share(f *File) {
 	f.Valid = in.acquire(f.Valid)
-	f.Unfenced = in.acquire(f.Unfenced)
+	f.Unfenced = in.acquireRef(f.Unfenced)
 	f.Holder = in.id(f.Holder)
 }
 
 // unshare counts f, leaving the tree, as a user of its sets no more.
 func (in *interner) unshare(f *File) {
 	in.release(f.Valid)
-	in.release(f.Unfenced)
+	in.release(f.unfenced())
 }
 
 // attrs returns the shared copy of a when it is of the kind many records

@@ -23,7 +23,7 @@ func checkShared(t testing.TB, s *State) {
 		}
 	}
 	s.Walk(func(f *File) bool {
-		for _, set := range [][]string{f.Valid, f.Unfenced} {
+		for _, set := range [][]string{f.Valid, f.unfenced()} {
 			if set == nil {
 				continue
 			}
@@ -38,6 +38,10 @@ func checkShared(t testing.TB, s *State) {
 			for _, id := range set {
 				sameString("node ID", id)
 			}
+		}
+		if u := f.Unfenced; u != nil && (len(*u) == 0 || s.in.sets[string(appendSetKey(nil, *u))] == nil ||
+			u != &s.in.sets[string(appendSetKey(nil, *u))].ids) {
+			t.Fatalf("%q: Unfenced %q does not point at the shared set", f.Path, *u)
 		}
 		if f.Holder != "" {
 			sameString("holder", f.Holder)

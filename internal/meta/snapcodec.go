@@ -181,7 +181,7 @@ func (e *snapWriter) file(f *File) {
 	e.time(f.Modified.Time())
 	e.id(f.Holder)
 	e.uvarint(f.Grant)
-	e.set(f.Unfenced)
+	e.set(f.unfenced())
 	e.set(f.Valid)
 	if !f.MD5.IsZero() {
 		e.w.Write(f.MD5[:])

@@ -105,7 +105,7 @@ func (d *snapReader) file() *File {
 	f.Modified = StampOf(d.time())
 	f.Holder = d.id()
 	f.Grant = d.uvarint()
-	f.Unfenced = d.set()
+	f.Unfenced = nodesRef(d.set())
 	f.Valid = d.set()
 	switch {
 	case flags&flagHexMD5 != 0:

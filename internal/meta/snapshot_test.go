@@ -74,8 +74,8 @@ func TestSnapshotRoundTripOddRecords(t *testing.T) {
 		{Path: "a/b", Version: 4, Sum: SHA256{31: 1}, MD5: MD5{15: 1}, Valid: []string{"n1", "n2"}},
 		{Path: "a/bc", Version: 5, Modified: StampOf(time.Unix(-9e9, 999_999_999))},
 		{Path: "a/bd", Version: 6, MD5: MD5{0xff}, Holder: "n3", Grant: 6, Valid: []string{"n3"}},
-		{Path: "b", Version: 7, Deleted: true, Pending: true, Unfenced: []string{"n1", "n2", "n3"}, Modified: StampOf(testTime.Add(time.Nanosecond))},
-		{Path: "b\x00é", Version: 8, Size: -1, Sum: sum, Pending: true, Unfenced: []string{"n1"}, Holder: "n1", Grant: 8,
+		{Path: "b", Version: 7, Deleted: true, Pending: true, Unfenced: &[]string{"n1", "n2", "n3"}, Modified: StampOf(testTime.Add(time.Nanosecond))},
+		{Path: "b\x00é", Version: 8, Size: -1, Sum: sum, Pending: true, Unfenced: &[]string{"n1"}, Holder: "n1", Grant: 8,
 			Valid: []string{"n1", "n2"}},
 		{Path: strings.Repeat("x", 300), Version: 1 << 62, Valid: []string{"", "n2"}},
 	}
