@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 
 	"github.com/mure-dev/mure/internal/cache"
 	"github.com/mure-dev/mure/internal/cache/tier"
@@ -35,6 +36,16 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, key string, x *
 		h.stream(w, r, x, nil, st)
 		return false
 	}
+	want := h.limits.MaxObject
+	if n := x.resp.ContentLength; n >= 0 && n < want {
+		want = n
+	}
+	if !h.fills.take(want, h.limits.FillMemory) {
+		st.Detail = "fill-budget"
+		h.stream(w, r, x, nil, st)
+		return false
+	}
+	defer h.fills.give(want)
 	body, tooBig, err := readWhole(x.resp.Body, h.limits.MaxObject)
 	if err != nil {
 		h.originError(w, err)
@@ -219,4 +230,27 @@ func (h *Handler) forwardUnsafe(w http.ResponseWriter, r *http.Request, o *Origi
 	}
 	h.metrics.result(resultBypass)
 	h.stream(w, r, x, nil, cache.Status{Fwd: cache.FwdMethod, FwdStatus: x.resp.StatusCode})
+}
+
+// budget counts the bytes reserved by fills in progress.
+type budget struct {
+	mu   sync.Mutex
+	used int64
+}
+
+// take reserves n bytes if that keeps the total within limit.
+func (b *budget) take(n, limit int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > limit {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
 }

@@ -30,7 +30,8 @@ type Handler struct {
 	limits    Limits
 	now       func() time.Time
 	share     *Sharing // nil: this node's cache alone
-	purges    *purges  // nil: purges are not recorded in a cluster
+	fills     budget
+	purges    *purges // nil: purges are not recorded in a cluster
 
 	bgCtx  context.Context
 	bgStop context.CancelFunc
@@ -52,6 +53,10 @@ type Limits struct {
 	// the same object (0: 10 s); CollapseMax bounds how many wait (0: 1024).
 	CollapseWait time.Duration
 	CollapseMax  int
+	// FillMemory bounds the bytes of all bodies being read whole to be
+	// stored at once (0: 256 MiB): beyond it a response is passed through
+	// uncached, so many large misses at once cannot exhaust memory.
+	FillMemory int64
 }
 
 func (l *Limits) fill() {
@@ -71,6 +76,9 @@ func (l *Limits) fill() {
 	def(&l.CollapseWait, 10*time.Second)
 	if l.CollapseMax <= 0 {
 		l.CollapseMax = 1024
+	}
+	if l.FillMemory <= 0 {
+		l.FillMemory = 256 << 20
 	}
 }
 

@@ -512,3 +512,42 @@ func TestCollapseCap(t *testing.T) {
 		t.Errorf("%d origin fetches, want 3 (one for the leader and its 2 waiters, one each beyond the cap)", got)
 	}
 }
+
+// TestFillMemoryBound: while fills hold the memory budget, another miss is
+// passed through uncached rather than buffered.
+func TestFillMemoryBound(t *testing.T) {
+	release := make(chan struct{})
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("Content-Length", "1000")
+		if r.URL.Path == "/big" {
+			w.Write(make([]byte, 500))
+			w.(http.Flusher).Flush()
+			<-release
+			w.Write(make([]byte, 500))
+			return
+		}
+		w.Write(make([]byte, 1000))
+	})
+	p, h := proxyFor(t, o, t.TempDir(), Limits{FillMemory: 1500})
+	done := make(chan struct{})
+	go func() { defer close(done); fetch(t, "GET", p.URL+"/big") }()
+	reserved := func() int64 { h.fills.mu.Lock(); defer h.fills.mu.Unlock(); return h.fills.used }
+	deadline := time.Now().Add(5 * time.Second)
+	for reserved() < 1000 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, body := fetch(t, "GET", p.URL+"/other")
+	if len(body) != 1000 || !strings.Contains(resp.Header.Get("Cache-Status"), "fill-budget") {
+		t.Errorf("%d bytes, %q", len(body), resp.Header.Get("Cache-Status"))
+	}
+	close(release)
+	<-done
+	if _, ok := h.lookup("_ /big", http.Header{}); !ok {
+		t.Error("the fill within the budget was not stored")
+	}
+	resp, _ = fetch(t, "GET", p.URL+"/other")
+	if !strings.Contains(resp.Header.Get("Cache-Status"), "stored") {
+		t.Errorf("with the budget free again: %q", resp.Header.Get("Cache-Status"))
+	}
+}
