@@ -146,6 +146,15 @@ func TestWebDAVLocksAcrossNodes(t *testing.T) {
 	if got := d2.want(http.StatusOK, http.MethodGet, "/photos/l.txt", ""); got != "unlocked" {
 		t.Fatalf("GET: %q", got)
 	}
+	// A MOVE of a locked file with its token, to a place no lock covers,
+	// needs no other token (davfs2 moves the files it has locked).
+	st, b, hdr = d0.do("LOCK", "/photos/n.txt", lockBody, "Timeout", "Second-60")
+	ntok := strings.Trim(hdr.Get("Lock-Token"), "<>")
+	if st != http.StatusCreated {
+		t.Fatalf("LOCK n.txt: %d: %s", st, b)
+	}
+	d1.want(http.StatusCreated, "MOVE", "/photos/n.txt", "", "Destination", d1.base+"/photos/moved-n.txt", "If", "(<"+ntok+">)")
+	d2.want(http.StatusNoContent, "UNLOCK", "/photos/n.txt", "", "Lock-Token", "<"+ntok+">")
 	// A lock expires: a one-second lock no longer blocks after it.
 	st, _, _ = d0.do("LOCK", "/photos/l.txt", lockBody, "Timeout", "Second-1")
 	if st != http.StatusOK && st != http.StatusCreated {
