@@ -127,6 +127,9 @@ func (s *fakeSeat) WaitInvalidationReady(ctx context.Context) error { return nil
 func (s *fakeSeat) LeasedExcept([]string) []string                  { return nil }
 func (s *fakeSeat) CatchUp(ctx context.Context) error               { return nil }
 func (s *fakeSeat) Apply(ctx context.Context, cmd meta.Command) (*meta.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // as raft's proposal would fail
+	}
 	if cmd.Take && s.c.noTake || (cmd.MD5 != "" || cmd.Attrs != nil) && s.c.noV3 {
 		return nil, fmt.Errorf("fake: %w", meta.ErrUnsupported)
 	}

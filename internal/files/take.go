@@ -31,6 +31,8 @@ func (s *Service) putTaking(ctx context.Context, path string, cur *meta.File, bo
 	if err != nil {
 		return Info{}, nil, true, s.bodyError(err)
 	}
+	ctx, cancel := s.afterBody(ctx, blob.Size)
+	defer cancel()
 	standby, err := s.pushStandby(ctx, path, blob)
 	if err != nil {
 		s.st.Remove(path, blob.ID)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/store"
@@ -38,28 +39,33 @@ func (s *Service) Put(ctx context.Context, path string, body io.Reader, o PutOpt
 	if s.heldByOther(cur) {
 		return s.putElsewhere(ctx, path, cur.Holder, body, o)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
-	defer cancel()
+	// WriteTimeout bounds the cluster's round trips, not the body's
+	// arrival: taking the right and, once the body is stored, pushing and
+	// committing it (afterBody) get deadlines of their own; a forward
+	// streams the body under the caller's.
+	parent := ctx
 	if s.mayTake(cur) {
 		// One key for both ways: a take whose answer was lost and the
 		// classic write after it are one write to the state machine.
 		o.IdempotencyKey = idemOrRandom(o.IdempotencyKey)
-		info, stored, done, err := s.putTaking(ctx, path, cur, body, o)
+		info, stored, done, err := s.putTaking(parent, path, cur, body, o)
 		if done {
 			return info, err
 		}
 		defer stored.Close()
 		body, cur = stored, s.fsm.File(path)
 		if s.heldByOther(cur) {
-			return s.putElsewhere(ctx, path, cur.Holder, body, o)
+			return s.putElsewhere(parent, path, cur.Holder, body, o)
 		}
 	}
+	ctx, cancel := context.WithTimeout(parent, s.cfg.WriteTimeout)
+	defer cancel()
 	grant, heldBefore, err := s.takeRight(ctx, path, cur)
 	if err != nil {
 		return Info{}, errNoQuorum("take the write right of "+path, err)
 	}
 	if errors.Is(grant.Err, meta.ErrHeld) {
-		return s.putElsewhere(ctx, path, grant.File.Holder, body, o)
+		return s.putElsewhere(parent, path, grant.File.Holder, body, o)
 	}
 	if grant.Err != nil {
 		return Info{}, s.stateError(ctx, path, grant.Err)
@@ -83,6 +89,8 @@ func (s *Service) Put(ctx context.Context, path string, body io.Reader, o PutOpt
 		release()
 		return Info{}, s.bodyError(err)
 	}
+	ctx, cancelAfter := s.afterBody(parent, blob.Size)
+	defer cancelAfter()
 	standby, err := s.pushStandby(ctx, path, blob)
 	if err != nil {
 		release()
@@ -205,6 +213,16 @@ func (s *Service) takeRight(ctx context.Context, path string, cur *meta.File) (r
 		}
 		cur = s.fsm.File(path)
 	}
+}
+
+// minPushRate is the slowest transfer a standby push is given time for.
+const minPushRate = 8 << 20 // bytes per second
+
+// afterBody bounds the round trips of a write once its body of size
+// bytes is stored here: the standby push (given time for the transfer)
+// and the commit.
+func (s *Service) afterBody(parent context.Context, size int64) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, s.cfg.WriteTimeout+time.Duration(size/minPushRate)*time.Second)
 }
 
 // commitError is the error of a commit the cluster did not decide.

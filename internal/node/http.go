@@ -17,6 +17,7 @@ import (
 	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/files/filehttp"
+	"github.com/mure-dev/mure/internal/files/s3"
 	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/sessions/sessionhttp"
 )
@@ -54,7 +55,22 @@ func (n *Node) clientHandler() http.Handler {
 	n.admission = lim // the front's reads take its slots too
 	wlim := admission.New(admission.Config{MaxInFlight: cmp.Or(n.cfg.MaxWriteInFlight, DefaultMaxWriteInFlight),
 		MaxQueue: cmp.Or(n.cfg.MaxWriteQueue, DefaultMaxWriteQueue), Subsystem: "write_admission"}, n.reg)
-	return n.instrument(n.guarded(lim.Wrap(writesThrough(wlim, n.route(mux)))))
+	return n.instrument(n.s3First(n.guarded(lim.Wrap(writesThrough(wlim, n.route(mux))))))
+}
+
+// s3First hands the requests signed with SigV4 to the S3 API (--s3), which
+// checks their signature itself: S3 clients may then use the client port,
+// and so the front door (docs/access.md). Other requests go to next.
+func (n *Node) s3First(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.s3 != nil && s3.Signed(r) {
+			if h := n.s3.Handler(); h != nil {
+				h.ServeHTTP(w, r)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Defaults of the write limits (Config.MaxWriteInFlight, MaxWriteQueue).

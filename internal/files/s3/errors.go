@@ -85,6 +85,17 @@ func writeError(w http.ResponseWriter, r *http.Request, reqID string, err error)
 	_ = xml.NewEncoder(w).Encode(body)
 }
 
+// writeErrorBody writes err as an S3 error document into an answer whose
+// status (200) is already sent: a CompleteMultipartUpload that failed
+// after its keep-alive started.
+func writeErrorBody(q *request, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = fileError(err)
+	}
+	_ = xml.NewEncoder(q.w).Encode(errorBody{Code: e.Code, Message: e.Message, Resource: q.r.URL.Path, RequestID: q.id})
+}
+
 // fileError maps an error of the file API to S3's code and status; the
 // message is the file API's, which is written for a person.
 func fileError(err error) *Error {

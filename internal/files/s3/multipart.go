@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mure-dev/mure/internal/auth"
@@ -332,15 +333,62 @@ func (h *Handler) completeUpload(q *request, id string) {
 		total += p.size
 	}
 	attrs.PartsETag = fmt.Sprintf(`"%x-%d"`, md5.Sum(sums.Bytes()), len(chosen))
+	// Assembling a large object takes longer than clients wait for a
+	// first byte: as S3 does, the answer starts now (200) and whitespace
+	// keeps it alive; an error then comes in the body, where clients
+	// look for it.
+	keep := startKeepAlive(q.w, keepAliveEvery)
 	body := &partsReader{ctx: q.r.Context(), files: h.files, parts: chosen, fwd: q.forward}
 	_, err = h.files.Put(q.r.Context(), q.path(), body, files.PutOptions{Forwarding: q.forward, Size: total, Attrs: attrs})
 	body.close()
+	keep.stop()
 	if err != nil {
-		q.fail(err)
+		writeErrorBody(q, err)
 		return
 	}
 	h.removeUpload(q, id)
-	writeXML(q, completeResult{NS: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: attrs.PartsETag})
+	_ = xml.NewEncoder(q.w).Encode(completeResult{NS: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: attrs.PartsETag})
+}
+
+// keepAliveEvery is how often a long CompleteMultipartUpload writes a
+// space.
+const keepAliveEvery = 10 * time.Second
+
+// keepAlive writes a space to an answer every interval until stopped.
+type keepAlive struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// startKeepAlive answers 200 with the XML declaration and keeps the
+// answer alive.
+func startKeepAlive(w http.ResponseWriter, every time.Duration) *keepAlive {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(xml.Header))
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	k := &keepAlive{done: make(chan struct{})}
+	k.wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-k.done:
+				return
+			case <-t.C:
+				_, _ = w.Write([]byte(" "))
+				_ = rc.Flush()
+			}
+		}
+	})
+	return k
+}
+
+// stop ends the keep-alive; the answer is the caller's again.
+func (k *keepAlive) stop() {
+	close(k.done)
+	k.wg.Wait()
 }
 
 // partsReader streams parts in order, each opened when the one before

@@ -41,6 +41,7 @@ type Config struct {
 type Service struct {
 	cfg   Config
 	mu    sync.Mutex
+	h     *Handler
 	srv   *http.Server
 	addr  string
 	done  chan struct{}
@@ -97,7 +98,7 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.mu.Lock()
-	s.srv, s.addr, s.done = srv, ln.Addr().String(), make(chan struct{})
+	s.h, s.srv, s.addr, s.done = h, srv, ln.Addr().String(), make(chan struct{})
 	s.mu.Unlock()
 	go func() {
 		defer close(s.done)
@@ -136,6 +137,18 @@ func (s *Service) Status() any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Status{Addr: s.addr}
+}
+
+// Handler answers S3 requests that arrive on another port: the node's
+// client port sends it the requests Signed recognises, so that S3 goes
+// through the front door as the client API does. Nil before Start.
+func (s *Service) Handler() http.Handler {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.h == nil {
+		return nil
+	}
+	return s.h
 }
 
 // Addr is the address the S3 API listens on ("" before Start).

@@ -78,6 +78,13 @@ func parseCredential(s string) (credential, error) {
 
 // authenticated reports whether r carries a SigV4 signature (in its
 // Authorization header or its query).
+// Signed reports whether r is signed with SigV4, in its Authorization
+// header or as a presigned URL: a request no other API of a node makes,
+// so the node's client port may hand it to this one.
+func Signed(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("Authorization"), algorithm+" ") || r.URL.Query().Get("X-Amz-Algorithm") == algorithm
+}
+
 func authenticated(r *http.Request) bool {
 	q := r.URL.Query()
 	return r.Header.Get("Authorization") != "" || q.Has("X-Amz-Signature") || q.Has("Signature")
