@@ -36,8 +36,9 @@ type fakeCluster struct {
 	// fail, when set, decides the fate of a forwarded write to node:
 	// before (the call fails, nothing applied) or after (applied, then
 	// the connection is lost).
-	fail     map[string]string
-	forwards map[string]int // forwarded calls received, by op
+	fail       map[string]string
+	forwards   map[string]int // forwarded calls received, by op
+	invBatches []int          // the size of each batch of invalidations received
 
 	// noTake makes the cluster refuse Commit.Take, as one with a voter
 	// older than core v2 does; applied lists the commands applied.
@@ -164,12 +165,17 @@ func (p *fakePeers) fate(id string) string {
 	return p.c.fail[id]
 }
 
-func (p *fakePeers) Invalidate(ctx context.Context, peer string, inv Invalidation) error {
+func (p *fakePeers) Invalidate(ctx context.Context, peer string, invs []Invalidation) error {
 	s, err := p.node(peer, "")
 	if err != nil {
 		return err
 	}
-	s.Invalidated(inv)
+	p.c.fmu.Lock()
+	p.c.invBatches = append(p.c.invBatches, len(invs))
+	p.c.fmu.Unlock()
+	for _, inv := range invs {
+		s.Invalidated(inv)
+	}
 	return nil
 }
 

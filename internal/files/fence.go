@@ -111,7 +111,7 @@ func (s *Service) invalidateOn(ctx context.Context, node string, deadline time.T
 		// Retry until the lease deadline: a pooled connection to a node
 		// that restarted fails once, and waiting out a lease costs more.
 		for cctx.Err() == nil {
-			err := s.peers.Invalidate(cctx, peer, req)
+			err := s.invs.send(cctx, peer, req)
 			if err == nil {
 				return nil
 			}

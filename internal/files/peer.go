@@ -16,9 +16,9 @@ import (
 // file API come back as the same typed errors (NewError and the error
 // types), so the caller cannot tell a forwarded refusal from a local one.
 type Peers interface {
-	// Invalidate tells the node to stop serving inv.Path until it has
-	// applied inv.Index.
-	Invalidate(ctx context.Context, peer string, inv Invalidation) error
+	// Invalidate tells the node to stop serving each inv.Path until it
+	// has applied inv.Index; nil once the node has recorded them all.
+	Invalidate(ctx context.Context, peer string, invs []Invalidation) error
 	// PushBlob stores a committed blob on the node (a standby copy) and
 	// returns once it is durable there and its checksum verified.
 	PushBlob(ctx context.Context, peer string, blob BlobRef, body io.Reader) error

@@ -77,6 +77,7 @@ type Service struct {
 	metrics *Metrics
 
 	fences  fences
+	invs    *invBatcher // the leader's invalidations, batched per node
 	protect protected
 	drops   drops
 	resumer *resumer
@@ -123,6 +124,7 @@ func New(cfg Config, cl Cluster, st *store.Store, peers Peers) *Service {
 	s.fences.m = map[string]fence{}
 	s.drops.kick = make(chan struct{}, 1)
 	s.resumer = newResumer(s)
+	s.invs = newInvBatcher(peers)
 	s.throttle = newThrottle()
 	return s
 }

@@ -19,6 +19,7 @@ import (
 func Routes(mux *http.ServeMux, svc *files.Service) {
 	s := &server{svc: svc}
 	mux.HandleFunc("POST /peer/files/invalidate", s.invalidate)
+	mux.HandleFunc("POST /peer/files/invalidations", s.invalidations)
 	mux.HandleFunc("GET /peer/files/blob", s.blobGet)
 	mux.HandleFunc("PUT /peer/files/blob", s.blobPut)
 	mux.HandleFunc("GET /peer/files/read", s.read)
@@ -35,6 +36,20 @@ func (s *server) invalidate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.svc.Invalidated(inv)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// invalidations records a batch of invalidations, in order, and answers
+// once every one is recorded.
+func (s *server) invalidations(w http.ResponseWriter, r *http.Request) {
+	var invs []files.Invalidation
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<22)).Decode(&invs); err != nil {
+		api.Error(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
+		return
+	}
+	for _, inv := range invs {
+		s.svc.Invalidated(inv)
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 

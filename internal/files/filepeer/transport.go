@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -60,18 +61,42 @@ func (t *Transport) doHeader(ctx context.Context, method, peer, route string, q 
 	return t.client().Do(req)
 }
 
-// Invalidate implements files.Peers.
-func (t *Transport) Invalidate(ctx context.Context, peer string, inv files.Invalidation) error {
-	b, _ := json.Marshal(inv)
-	resp, err := t.do(ctx, http.MethodPost, peer, "/peer/files/invalidate", nil, bytes.NewReader(b), int64(len(b)))
+// Invalidate implements files.Peers. One invalidation goes to
+// /peer/files/invalidate as it always did; several go in one request to
+// /peer/files/invalidations, or one by one to a node that does not know
+// that route yet (an older version, during an upgrade).
+func (t *Transport) Invalidate(ctx context.Context, peer string, invs []files.Invalidation) error {
+	if len(invs) > 1 {
+		err := t.invalidate(ctx, peer, "/peer/files/invalidations", invs)
+		if !errors.Is(err, errNoRoute) {
+			return err
+		}
+	}
+	for _, inv := range invs {
+		if err := t.invalidate(ctx, peer, "/peer/files/invalidate", inv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errNoRoute is a peer's answer to a route it does not serve.
+var errNoRoute = errors.New("route not served by this peer")
+
+func (t *Transport) invalidate(ctx context.Context, peer, route string, body any) error {
+	b, _ := json.Marshal(body)
+	resp, err := t.do(ctx, http.MethodPost, peer, route, nil, bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("invalidate on %s: status %d", peer, resp.StatusCode)
+	switch resp.StatusCode {
+	case http.StatusNoContent:
+		return nil
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		return fmt.Errorf("invalidate on %s: %w: status %d", peer, errNoRoute, resp.StatusCode)
 	}
-	return nil
+	return fmt.Errorf("invalidate on %s: status %d", peer, resp.StatusCode)
 }
 
 // PushBlob implements files.Peers.

@@ -2,10 +2,12 @@ package filepeer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +70,65 @@ func itoa(n int64) string {
 		if n == 0 {
 			return string(b)
 		}
+	}
+}
+
+// TestInvalidationsInOneRequest: several invalidations go to a node in
+// one request; to a node without the batch route (an older version) they
+// go one by one; one alone takes the route it always took.
+func TestInvalidationsInOneRequest(t *testing.T) {
+	invs := []files.Invalidation{{Path: "a", Index: 3}, {Path: "b", Index: 4, Hint: "n1"}, {Path: "a", Index: 5}}
+	for _, tc := range []struct {
+		name     string
+		batch    bool // the node serves /peer/files/invalidations
+		invs     []files.Invalidation
+		requests []string
+	}{
+		{"batch", true, invs, []string{"/peer/files/invalidations"}},
+		{"older node", false, invs, []string{"/peer/files/invalidations", "/peer/files/invalidate", "/peer/files/invalidate", "/peer/files/invalidate"}},
+		{"one", true, invs[:1], []string{"/peer/files/invalidate"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var requests []string
+			var got []files.Invalidation
+			mux := http.NewServeMux()
+			mux.HandleFunc("POST /peer/files/invalidate", func(w http.ResponseWriter, r *http.Request) {
+				requests = append(requests, r.URL.Path)
+				var inv files.Invalidation
+				if err := json.NewDecoder(r.Body).Decode(&inv); err != nil {
+					t.Error(err)
+				}
+				got = append(got, inv)
+				w.WriteHeader(http.StatusNoContent)
+			})
+			if tc.batch {
+				mux.HandleFunc("POST /peer/files/invalidations", func(w http.ResponseWriter, r *http.Request) {
+					requests = append(requests, r.URL.Path)
+					var invs []files.Invalidation
+					if err := json.NewDecoder(r.Body).Decode(&invs); err != nil {
+						t.Error(err)
+					}
+					got = append(got, invs...)
+					w.WriteHeader(http.StatusNoContent)
+				})
+			} else {
+				mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+					requests = append(requests, r.URL.Path)
+					http.NotFound(w, r)
+				})
+			}
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			tr := New(func() *http.Client { return srv.Client() })
+			if err := tr.Invalidate(context.Background(), strings.TrimPrefix(srv.URL, "http://"), tc.invs); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(requests, tc.requests) {
+				t.Errorf("requests %v, want %v", requests, tc.requests)
+			}
+			if !slices.Equal(got, tc.invs) {
+				t.Errorf("node recorded %v, want %v", got, tc.invs)
+			}
+		})
 	}
 }
