@@ -21,4 +21,8 @@ var (
 	ErrNoUser = errors.New("sessions need an authenticated user")
 	// ErrBadRequest: the request is malformed (a size, a kind name).
 	ErrBadRequest = errors.New("bad request")
+	// ErrUserLimit: the user runs as many sessions as a user may.
+	ErrUserLimit = errors.New("too many sessions for this user")
+	// ErrFull: every node that may take the session runs its most.
+	ErrFull = errors.New("no node may take another session")
 )

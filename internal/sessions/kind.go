@@ -3,6 +3,7 @@ package sessions
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,9 @@ type Kind struct {
 	RestartElsewhere bool `json:"restart_elsewhere,omitempty"`
 	// Limits bound the session's processes where the node can set cgroups.
 	Limits Limits `json:"limits,omitzero"`
+	// Place is the policy that picks the node of a new session asked for
+	// without one (PlacePolicies; "": PlaceAsked).
+	Place string `json:"place,omitempty"`
 }
 
 // Limits bound a session's processes (0: no bound).
@@ -64,7 +68,7 @@ var kindName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 // ParseKind parses the flag form
 //
 //	NAME TYPE [idle=DURATION] [warn=DURATION] [restart=elsewhere]
-//	     [memory=SIZE] [cpus=N] [processes=N] [-- COMMAND ARGS...]
+//	     [memory=SIZE] [cpus=N] [processes=N] [place=POLICY] [-- COMMAND ARGS...]
 //
 // e.g. "edit command idle=2h memory=512MiB -- /usr/bin/vi". The command's
 // words are split on spaces, with '...' and "..." quoting as in a shell
@@ -102,8 +106,10 @@ func ParseKind(s string) (Kind, error) {
 			k.Limits.CPUs, err = strconv.ParseFloat(v, 64)
 		case "processes":
 			k.Limits.Processes, err = strconv.Atoi(v)
+		case "place":
+			k.Place = v
 		default:
-			err = fmt.Errorf("unknown option (want idle, warn, restart, memory, cpus or processes)")
+			err = fmt.Errorf("unknown option (want idle, warn, restart, memory, cpus, processes or place)")
 		}
 		if err != nil {
 			return Kind{}, fmt.Errorf("session kind %s: %s: %w", k.Name, key, err)
@@ -125,6 +131,9 @@ func (k Kind) Validate() error {
 		}
 	default:
 		return fmt.Errorf("session kind %s: type %q: want shell, command or web", k.Name, k.Type)
+	}
+	if k.Place != "" && !slices.Contains(PlacePolicies, k.Place) {
+		return fmt.Errorf("session kind %s: place=%s: want one of %s", k.Name, k.Place, strings.Join(PlacePolicies, ", "))
 	}
 	if k.Idle < 0 || k.Warn < 0 || k.Limits.MemoryBytes < 0 || k.Limits.CPUs < 0 || k.Limits.Processes < 0 {
 		return fmt.Errorf("session kind %s: durations and limits may not be negative", k.Name)

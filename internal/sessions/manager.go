@@ -47,6 +47,12 @@ type Config struct {
 	// Placer picks the node of a new session (when the client names none)
 	// and of a restart elsewhere (default: First).
 	Placer Placer
+	// MaxPerNode is the most sessions a node runs (0: no limit): a
+	// placement skips a node that has them, and a session asked of it
+	// by name is refused.
+	MaxPerNode int
+	// MaxPerUser is the most sessions a user runs (0: no limit).
+	MaxPerUser int
 	// Cgroups sets limits; nil: none are set (see limits.go).
 	Cgroups *Cgroups
 	Logger  *slog.Logger
@@ -58,6 +64,7 @@ type Manager struct {
 	cl    Cluster
 	log   *slog.Logger
 	kinds map[string]Kind
+	bal   *balancer
 
 	mu        sync.Mutex
 	local     map[string]*local
@@ -101,7 +108,7 @@ func NewManager(cfg Config, cl Cluster) (*Manager, error) {
 		}
 		cfg.HolderCommand = []string{exe, "session-holder"}
 	}
-	m := &Manager{cfg: cfg, cl: cl, log: cfg.Logger, kinds: map[string]Kind{}, local: map[string]*local{},
+	m := &Manager{cfg: cfg, cl: cl, log: cfg.Logger, kinds: map[string]Kind{}, bal: newBalancer(nil), local: map[string]*local{},
 		deadSince: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
 	for _, k := range cfg.Kinds {
 		if err := k.Validate(); err != nil {
@@ -194,7 +201,7 @@ func (m *Manager) apply(ctx context.Context, o meta.Op) error {
 
 // Start starts a new session of kind for user on this node, records it,
 // and returns its record.
-func (m *Manager) Start(ctx context.Context, user, kind string, size holder.Size) (Session, error) {
+func (m *Manager) Start(ctx context.Context, user, kind string, size holder.Size, why *Placement) (Session, error) {
 	if user == "" {
 		return Session{}, ErrNoUser
 	}
@@ -205,7 +212,7 @@ func (m *Manager) Start(ctx context.Context, user, kind string, size holder.Size
 	if !ok {
 		return Session{}, fmt.Errorf("%w %q on node %s", ErrUnknownKind, kind, m.cl.NodeID())
 	}
-	s := Session{ID: newID(), User: user, Kind: k.Name, Node: m.cl.NodeID(), State: StateRunning, Created: time.Now().UTC().Truncate(time.Second)}
+	s := Session{ID: newID(), User: user, Kind: k.Name, Node: m.cl.NodeID(), State: StateRunning, Created: time.Now().UTC().Truncate(time.Second), Placement: why}
 	if err := m.spawn(ctx, s, k, size); err != nil {
 		return Session{}, err
 	}

@@ -46,6 +46,9 @@ type Session struct {
 	State    string    `json:"state"`
 	Created  time.Time `json:"created"`
 	Restarts int       `json:"restarts,omitempty"`
+	// Placement is why the session went to Node (nil: asked of it by
+	// name, or started before placement was recorded).
+	Placement *Placement `json:"placement,omitempty"`
 }
 
 // Move is a change of a session's node or state.

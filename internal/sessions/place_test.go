@@ -3,8 +3,11 @@ package sessions
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mure-dev/mure/internal/meta"
 )
@@ -31,25 +34,148 @@ func (r *recorder) Place(_ context.Context, _ Kind, c []string) (string, error) 
 	return c[len(c)-1], nil
 }
 
-func TestPlaceNew(t *testing.T) {
+func TestParsePlace(t *testing.T) {
+	k, err := ParseKind("desk shell place=fewest-sessions")
+	if err != nil || k.Place != PlaceFewestSessions {
+		t.Fatalf("%+v, %v", k, err)
+	}
+	if _, err := ParseKind("desk shell place=busiest"); err == nil {
+		t.Fatal("an unknown policy was accepted")
+	}
+}
+
+// asked is the PlaceAsked picker of the tests: the first candidate.
+func asked(c []string) (string, error) { return c[0], nil }
+
+// TestBalancerBurst: decisions made together, none finished, spread over
+// the nodes by what each policy compares (the placements in flight are
+// counted), where the reported figures alone would herd onto one node.
+func TestBalancerBurst(t *testing.T) {
+	cands := []string{"n1", "n2", "n3"}
+	now := time.Now()
+	// n1 runs four sessions and has 1 GiB free; n2 and n3 none, n2 the
+	// most memory, n3 the least CPU.
+	var recs []Session
+	for i := range 4 {
+		recs = append(recs, Session{ID: fmt.Sprint("old", i), User: "u", Node: "n1", State: StateRunning})
+	}
+	figs := map[string]Figures{
+		"n1": {FreeMemory: 1 << 30, CPU: 0.9, At: now},
+		"n2": {FreeMemory: 4 << 30, CPU: 0.5, At: now},
+		"n3": {FreeMemory: 2 << 30, CPU: 0.1, At: now},
+	}
+	for _, tc := range []struct {
+		policy string
+		want   map[string]int // placements per node for a burst of 6
+	}{
+		{PlaceFewestSessions, map[string]int{"n1": 0, "n2": 3, "n3": 3}},
+		// 64 MiB each: n2 keeps the most free for all six.
+		{PlaceMostFreeMemory, map[string]int{"n2": 6}},
+		{PlaceRoundRobin, map[string]int{"n1": 2, "n2": 2, "n3": 2}},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			b := newBalancer(rand.New(rand.NewPCG(1, 1)))
+			k := Kind{Name: "k", Type: TypeShell, Place: tc.policy}
+			got := map[string]int{}
+			for range 6 {
+				d, err := b.decide(k, "u", "n1", cands, recs, figs, Config{}, asked)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Placement == nil || d.Placement.Policy != tc.policy || len(d.Placement.Nodes) != 3 {
+					t.Fatalf("placement %+v", d.Placement)
+				}
+				got[d.Node]++
+			}
+			for n, w := range tc.want {
+				if got[n] != w {
+					t.Errorf("%s: %v, want %v", tc.policy, got, tc.want)
+					break
+				}
+			}
+		})
+	}
+}
+
+// TestBalancerInFlight: a placement counts until its session shows in the
+// records (session counts) or in its node's figures (memory, CPU), and is
+// forgotten when it failed.
+func TestBalancerInFlight(t *testing.T) {
+	b := newBalancer(nil)
+	k := Kind{Name: "k", Type: TypeShell, Place: PlaceFewestSessions}
+	cands := []string{"a", "b"}
+	d, err := b.decide(k, "u", "a", cands, nil, nil, Config{}, asked)
+	if err != nil || d.Node != "a" {
+		t.Fatalf("%v %v", d, err)
+	}
+	d2, _ := b.decide(k, "u", "a", cands, nil, nil, Config{}, asked)
+	if d2.Node != "b" {
+		t.Fatalf("second went to %s: the first in flight was not counted", d2.Node)
+	}
+	b.placed(d2, "") // failed: b is free again
+	b.placed(d, "s1")
+	// s1 not in the records yet: a still counts one.
+	d3, _ := b.decide(k, "u", "a", cands, nil, nil, Config{}, asked)
+	if d3.Node != "b" {
+		t.Fatalf("third went to %s, want b (s1 in flight on a)", d3.Node)
+	}
+	b.placed(d3, "s3")
+	b.mu.Lock()
+	pr, pf, _ := b.pending(time.Now(), map[string]bool{"s1": true, "s3": true},
+		map[string]Figures{"a": {At: time.Now().Add(time.Second)}})
+	b.mu.Unlock()
+	if pr["a"] != 0 || pr["b"] != 0 || pf["a"] != 0 || pf["b"] != 1 {
+		t.Fatalf("pending records %v figures %v: want none but b's figures (not reported since)", pr, pf)
+	}
+}
+
+func TestBalancerLimits(t *testing.T) {
+	b := newBalancer(nil)
+	k := Kind{Name: "k", Type: TypeShell, Place: PlaceFewestSessions}
+	recs := []Session{
+		{ID: "1", User: "ann", Node: "a", State: StateRunning},
+		{ID: "2", User: "ann", Node: "b", State: StateRunning},
+		{ID: "3", User: "bob", Node: "a", State: StateRunning},
+		{ID: "4", User: "bob", Node: "b", State: StateLost}, // lost: counts for nobody
+	}
+	_, err := b.decide(k, "ann", "a", []string{"a", "b"}, recs, nil, Config{MaxPerUser: 2}, asked)
+	if !errors.Is(err, ErrUserLimit) {
+		t.Fatalf("ann's third: %v, want ErrUserLimit", err)
+	}
+	d, err := b.decide(k, "bob", "a", []string{"a", "b"}, recs, nil, Config{MaxPerNode: 2}, asked)
+	if err != nil || d.Node != "b" {
+		t.Fatalf("bob's: %v %v, want b (a is full)", d.Node, err)
+	}
+	_, err = b.decide(k, "bob", "a", []string{"a", "b"}, recs, nil, Config{MaxPerNode: 2}, asked)
+	if !errors.Is(err, ErrFull) {
+		t.Fatalf("with both full: %v, want ErrFull", err)
+	}
+	// The node asked, when full, passes the session on.
+	ka := Kind{Name: "s", Type: TypeShell}
+	d, err = newBalancer(nil).decide(ka, "cy", "a", []string{"a", "b"}, recs[:3], nil, Config{MaxPerNode: 2}, asked)
+	if err != nil || d.Node != "b" {
+		t.Fatalf("asked of a full node: %v %v, want b", d.Node, err)
+	}
+}
+
+func TestDecideCandidates(t *testing.T) {
 	rec := &recorder{}
 	cl := seat{id: "n2", alive: map[string]bool{"n1": true, "n3": true}}
 	m, err := NewManager(Config{Placer: rec, HolderCommand: []string{"x"}}, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := m.PlaceNew(context.Background(), "", []string{"n3", "n4", "n1", "n2"})
-	if err != nil || n != "n3" {
-		t.Fatalf("placed on %q (%v)", n, err)
+	k, _ := m.Kind("shell")
+	d, err := m.bal.decide(k, "u", "n2", []string{"n2", "n1", "n3"}, nil, nil, m.cfg, func(c []string) (string, error) {
+		return m.cfg.Placer.Place(context.Background(), k, c)
+	})
+	if err != nil || d.Node != "n3" {
+		t.Fatalf("placed on %q (%v)", d.Node, err)
 	}
 	if want := []string{"n2", "n1", "n3"}; !slices.Equal(rec.got, want) {
-		t.Errorf("candidates %v, want this node first, then the live others sorted: %v", rec.got, want)
+		t.Errorf("candidates %v, want %v", rec.got, want)
 	}
-	if _, err := m.PlaceNew(context.Background(), "nope", nil); !errors.Is(err, ErrUnknownKind) {
-		t.Errorf("unknown kind: %v", err)
-	}
-	def, _ := NewManager(Config{HolderCommand: []string{"x"}}, cl)
-	if n, _ := def.PlaceNew(context.Background(), "shell", []string{"n1", "n3"}); n != "n2" {
-		t.Errorf("the default placer put a new session on %s, want the node asked (n2)", n)
+	if p := m.PlacePolicy("nope"); p != PlaceAsked {
+		t.Errorf("an unknown kind's policy: %s", p)
 	}
 }

@@ -41,8 +41,12 @@ type NewRequest struct {
 	// Cols and Rows are the terminal's first size (default 80x24).
 	Cols uint16 `json:"cols,omitempty"`
 	Rows uint16 `json:"rows,omitempty"`
-	// Node starts the session on that node (default: the node asked).
+	// Node starts the session on that node (default: where the kind's
+	// place= policy says).
 	Node string `json:"node,omitempty"`
+	// Placement is why the decider chose Node (peer requests only: a
+	// client's is dropped).
+	Placement *sessions.Placement `json:"placement,omitempty"`
 }
 
 // View is a session as the API shows it.
@@ -78,37 +82,25 @@ func (s *Service) handleNew(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, fmt.Errorf("%w: the body must be JSON like {\"kind\":\"shell\",\"cols\":80,\"rows\":24}: %v", sessions.ErrBadRequest, err))
 		return
 	}
-	if req.Node == "" {
-		var members []string
-		for _, m := range s.cl.Members() {
-			members = append(members, m.ID)
-		}
-		node, err := s.m.PlaceNew(r.Context(), req.Kind, members)
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		req.Node = node
-	}
-	if req.Node != s.m.NodeID() {
-		s.forward(w, r, req.Node, http.MethodPost, "/peer/sessions", user, req)
-		return
-	}
-	s.startHere(w, r, user, req)
+	req.Placement = nil
+	s.place(w, r, user, req, false)
 }
 
-func (s *Service) startHere(w http.ResponseWriter, r *http.Request, user string, req NewRequest) {
+// startHere starts the session on this node and answers; it returns the
+// session (its ID "" when it did not start).
+func (s *Service) startHere(w http.ResponseWriter, r *http.Request, user string, req NewRequest) sessions.Session {
 	size, err := parseSize(req.Cols, req.Rows)
 	if err != nil {
 		writeErr(w, err)
-		return
+		return sessions.Session{}
 	}
-	sess, err := s.m.Start(r.Context(), user, req.Kind, size)
+	sess, err := s.m.Start(r.Context(), user, req.Kind, size, req.Placement)
 	if err != nil {
 		writeErr(w, err)
-		return
+		return sessions.Session{}
 	}
 	api.JSON(w, http.StatusCreated, s.view(sess, nil))
+	return sess
 }
 
 // parseSize checks a terminal size: 0x0 means the default.
@@ -228,6 +220,10 @@ func writeErr(w http.ResponseWriter, err error) {
 		status, code = http.StatusUnauthorized, api.CodeUnauthorized
 	case errors.Is(err, sessions.ErrNoAccount), errors.Is(err, sessions.ErrPrivileged), errors.Is(err, sessions.ErrCannotSwitch):
 		status, code = http.StatusConflict, api.CodeConflict
+	case errors.Is(err, sessions.ErrUserLimit):
+		status, code = http.StatusConflict, api.CodeConflict
+	case errors.Is(err, sessions.ErrFull), errors.Is(err, sessions.ErrNoNode):
+		status, code = http.StatusServiceUnavailable, api.CodeUnavailable
 	case errors.Is(err, holder.ErrGone):
 		status, code = http.StatusNotFound, api.CodeNotFound
 	}

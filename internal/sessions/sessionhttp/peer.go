@@ -21,6 +21,7 @@ const userHeader = "X-Mure-Session-User"
 
 func (s *Service) peerRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /peer/sessions", s.peerNew)
+	mux.HandleFunc("POST "+placePath, s.peerPlace)
 	mux.HandleFunc("DELETE /peer/sessions/{id}", s.peerKill)
 	mux.HandleFunc("GET /peer/sessions/stats", s.peerStats)
 	mux.HandleFunc("GET /peer/attach/{id}", s.peerAttach)
@@ -33,7 +34,7 @@ func (s *Service) peerNew(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, fmt.Errorf("%w: %v", sessions.ErrBadRequest, err))
 		return
 	}
-	s.startHere(w, r, r.Header.Get(userHeader), req)
+	_ = s.startHere(w, r, r.Header.Get(userHeader), req)
 }
 
 func (s *Service) peerKill(w http.ResponseWriter, r *http.Request) {
@@ -60,10 +61,19 @@ func (s *Service) peerAddr(node string) (string, error) {
 
 // forward makes the request on node's peer API and relays the answer.
 func (s *Service) forward(w http.ResponseWriter, r *http.Request, node, method, path, user string, body any) {
-	addr, err := s.peerAddr(node)
+	resp, err := s.call(r, node, method, path, user, body)
 	if err != nil {
 		api.Error(w, http.StatusBadGateway, api.CodeBadGateway, err.Error())
 		return
+	}
+	relay(w, resp)
+}
+
+// call makes the request on node's peer API for user.
+func (s *Service) call(r *http.Request, node, method, path, user string, body any) (*http.Response, error) {
+	addr, err := s.peerAddr(node)
+	if err != nil {
+		return nil, err
 	}
 	var rd io.Reader
 	if body != nil {
@@ -72,15 +82,18 @@ func (s *Service) forward(w http.ResponseWriter, r *http.Request, node, method, 
 	}
 	req, err := http.NewRequestWithContext(r.Context(), method, "http://"+addr+path, rd)
 	if err != nil {
-		api.Error(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
-		return
+		return nil, err
 	}
 	req.Header.Set(userHeader, user)
 	resp, err := s.peer.Do(req)
 	if err != nil {
-		api.Error(w, http.StatusBadGateway, api.CodeBadGateway, fmt.Sprintf("node %s (%s) could not be reached: %v", node, addr, err))
-		return
+		return nil, fmt.Errorf("node %s (%s) could not be reached: %w", node, addr, err)
 	}
+	return resp, nil
+}
+
+// relay copies a peer's answer to w and closes it.
+func relay(w http.ResponseWriter, resp *http.Response) {
 	defer resp.Body.Close()
 	for _, h := range []string{"Content-Type", "X-Content-Type-Options"} {
 		if v := resp.Header.Get(h); v != "" {

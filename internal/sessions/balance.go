@@ -1,0 +1,257 @@
+package sessions
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/mure-dev/mure/internal/dispatch"
+)
+
+// Placement policies, a kind's place= option (docs/sessions.md).
+const (
+	// PlaceAsked starts a session on the node asked (the default).
+	PlaceAsked = "asked"
+	// PlaceFewestSessions: the node with the fewest sessions (paper 004's
+	// desktop sessions).
+	PlaceFewestSessions = "fewest-sessions"
+	// PlaceMostFreeMemory: the node with the most free memory, page cache
+	// counted as free (paper 004's application sessions).
+	PlaceMostFreeMemory = "most-free-memory"
+	// PlaceLeastLoad: the node using the least of its CPU quota.
+	PlaceLeastLoad = "least-load"
+	// PlaceP2C: two live nodes at random, the one with fewer sessions.
+	PlaceP2C = "p2c"
+	// PlaceRoundRobin: the live nodes in turn (the baseline).
+	PlaceRoundRobin = "round-robin"
+)
+
+// PlacePolicies lists the policies a kind may name.
+var PlacePolicies = []string{PlaceAsked, PlaceFewestSessions, PlaceMostFreeMemory, PlaceLeastLoad, PlaceP2C, PlaceRoundRobin}
+
+// DefaultSessionMemory is the memory a session is assumed to take, until
+// its node's next figures show it, when its kind sets no memory limit.
+const DefaultSessionMemory = 64 << 20
+
+// flightTTL bounds how long a placement counts as in flight.
+const flightTTL = 30 * time.Second
+
+// figuresLag is how much later than a session's start a node's figures
+// must be taken to be trusted to show it (clocks differ a little).
+const figuresLag = 250 * time.Millisecond
+
+// Figures are a node's gossiped load figures, as placement reads them.
+type Figures struct {
+	CPU        float64
+	RunQueue   float64
+	FreeMemory int64
+	At         time.Time
+}
+
+// NodeFigures is one candidate node as the decider saw it.
+type NodeFigures struct {
+	Node string `json:"node"`
+	// Sessions runs there (records, starting included).
+	Sessions int `json:"sessions"`
+	// InFlight is the placements there whose session does not show yet in
+	// what the policy compares (records, or the node's figures).
+	InFlight   int     `json:"in_flight,omitempty"`
+	FreeMemory int64   `json:"free_memory_bytes,omitempty"`
+	CPU        float64 `json:"cpu,omitempty"`
+	RunQueue   float64 `json:"run_queue,omitempty"`
+}
+
+// Placement says why a session went where it did: the policy, the node
+// that decided, and the figures it used.
+type Placement struct {
+	Policy  string        `json:"policy"`
+	Decider string        `json:"decider"`
+	Nodes   []NodeFigures `json:"nodes,omitempty"`
+}
+
+// Decision is a placement made and not yet finished: Placed must be
+// called with its outcome.
+type Decision struct {
+	Node      string
+	Placement *Placement
+	flight    uint64
+}
+
+// flight is one placement in flight.
+type flight struct {
+	node, user, id string
+	begun, done    time.Time
+}
+
+// balancer is the decider's state: a policy per kind and the placements
+// in flight.
+type balancer struct {
+	mu       sync.Mutex
+	policies map[string]dispatch.Policy
+	flights  map[uint64]*flight
+	next     uint64
+	last     map[string]uint64 // node → sequence number of its last placement
+	rnd      *rand.Rand
+}
+
+func newBalancer(rnd *rand.Rand) *balancer {
+	if rnd == nil {
+		rnd = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	return &balancer{policies: map[string]dispatch.Policy{}, flights: map[uint64]*flight{}, last: map[string]uint64{}, rnd: rnd}
+}
+
+// policy returns kind k's policy object (kept: round robin has a cursor).
+func (b *balancer) policy(k Kind) dispatch.Policy {
+	if p, ok := b.policies[k.Name]; ok {
+		return p
+	}
+	var p dispatch.Policy
+	switch k.Place {
+	case PlaceFewestSessions:
+		p = dispatch.LeastConnections{}
+	case PlaceMostFreeMemory:
+		mem := k.Limits.MemoryBytes
+		if mem == 0 {
+			mem = DefaultSessionMemory
+		}
+		p = dispatch.MostFreeMemory{ConnMemory: mem}
+	case PlaceLeastLoad:
+		p = dispatch.LeastLoad{}
+	case PlaceP2C:
+		p = dispatch.NewPowerOfTwo(b.rnd)
+	default:
+		p = &dispatch.RoundRobin{}
+	}
+	b.policies[k.Name] = p
+	return p
+}
+
+// byFigures reports whether policy compares gossiped figures (else it
+// compares session counts, which the records show).
+func byFigures(policy string) bool {
+	return policy == PlaceMostFreeMemory || policy == PlaceLeastLoad
+}
+
+// pending counts, per node, the placements in flight: those whose record
+// does not show yet, and those the node's figures do not cover yet. It
+// forgets placements that both show, and those older than flightTTL.
+// Call with b.mu held.
+func (b *balancer) pending(now time.Time, recorded map[string]bool, figs map[string]Figures) (records, figures map[string]int, users map[string]int) {
+	records, figures, users = map[string]int{}, map[string]int{}, map[string]int{}
+	for key, f := range b.flights {
+		if now.Sub(f.begun) > flightTTL {
+			delete(b.flights, key)
+			continue
+		}
+		inRecords := f.done.IsZero() || !recorded[f.id]
+		fg, ok := figs[f.node]
+		inFigures := f.done.IsZero() || !ok || !fg.At.After(f.done.Add(figuresLag))
+		if !inRecords && !inFigures {
+			delete(b.flights, key)
+			continue
+		}
+		if inRecords {
+			records[f.node]++
+			users[f.user]++
+		}
+		if inFigures {
+			figures[f.node]++
+		}
+	}
+	return records, figures, users
+}
+
+// decide picks a node for a session of kind k for user among candidates
+// and counts it in flight.
+// asked picks among the live candidates that may take one more for
+// PlaceAsked (Config.Placer).
+func (b *balancer) decide(k Kind, user, me string, cands []string, recs []Session, figs map[string]Figures, lim Config,
+	asked func([]string) (string, error)) (Decision, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	recorded := make(map[string]bool, len(recs))
+	perNode, perUser := map[string]int{}, 0
+	for _, r := range recs {
+		recorded[r.ID] = true
+		if r.State == StateLost {
+			continue
+		}
+		perNode[r.Node]++
+		if r.User == user {
+			perUser++
+		}
+	}
+	pendRec, pendFig, pendUser := b.pending(now, recorded, figs)
+	if lim.MaxPerUser > 0 && perUser+pendUser[user] >= lim.MaxPerUser {
+		return Decision{}, fmt.Errorf("%w: user %s runs %d sessions, the most a user may run (--session-max-per-user %d); end one with mure session kill ID (mure session ls lists them)",
+			ErrUserLimit, user, perUser+pendUser[user], lim.MaxPerUser)
+	}
+	policy := k.Place
+	if policy == "" {
+		policy = PlaceAsked
+	}
+	pl := &Placement{Policy: policy, Decider: me}
+	var view []dispatch.NodeLoad
+	for _, n := range cands {
+		f := figs[n]
+		nf := NodeFigures{Node: n, Sessions: perNode[n], InFlight: pendRec[n], FreeMemory: f.FreeMemory, CPU: f.CPU, RunQueue: f.RunQueue}
+		nl := dispatch.NodeLoad{ID: n, Connections: perNode[n], Assigned: pendRec[n], CPU: f.CPU, Load: f.RunQueue,
+			FreeMemory: f.FreeMemory, Alive: true, At: f.At, LastChosen: b.last[n]}
+		if byFigures(policy) {
+			nf.InFlight, nl.Assigned = pendFig[n], pendFig[n]
+		}
+		if lim.MaxPerNode > 0 && perNode[n]+pendRec[n] >= lim.MaxPerNode {
+			nl.Alive = false
+		}
+		pl.Nodes = append(pl.Nodes, nf)
+		view = append(view, nl)
+	}
+	node, ok := "", false
+	if policy == PlaceAsked {
+		var open []string
+		for _, n := range view {
+			if n.Alive {
+				open = append(open, n.ID)
+			}
+		}
+		if len(open) > 0 {
+			var err error
+			if node, err = asked(open); err != nil {
+				return Decision{}, err
+			}
+			ok = true
+		}
+	} else {
+		node, ok = b.policy(k).Choose(dispatch.Conn{}, view)
+	}
+	if !ok {
+		if len(cands) == 0 {
+			return Decision{}, ErrNoNode
+		}
+		return Decision{}, fmt.Errorf("%w: every node that may take it runs its most sessions (--session-max-per-node %d); end some sessions, or add a node",
+			ErrFull, lim.MaxPerNode)
+	}
+	b.next++
+	b.last[node] = b.next
+	b.flights[b.next] = &flight{node: node, user: user, begun: now}
+	return Decision{Node: node, Placement: pl, flight: b.next}, nil
+}
+
+// placed records a placement's outcome: a session started (its ID) or
+// not (id "": it no longer counts).
+func (b *balancer) placed(d Decision, id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f, ok := b.flights[d.flight]
+	if !ok {
+		return
+	}
+	if id == "" {
+		delete(b.flights, d.flight)
+		return
+	}
+	f.id, f.done = id, time.Now()
+}
