@@ -42,6 +42,6 @@ t0=$(date +%s%N)
 s3 s3 cp --only-show-errors s3://big/object "$work/back"
 down=$(secs "$t0")
 cmp "$work/object" "$work/back" && echo "downloaded copy is identical"
-awk -v b="$bytes" -v u="$up" -v d="$down" 'BEGIN { printf "%d bytes: upload %s s (%.0f MiB/s), download %s s (%.0f MiB/s)\n", b, u, b / 1048576 / u, d, b / 1048576 / d }'
+awk -v b="$bytes" -v u="$up" -v d="$down" 'BEGIN { printf "%.0f bytes: upload %s s (%.0f MiB/s), download %s s (%.0f MiB/s)\n", b, u, b / 1048576 / u, d, b / 1048576 / d }'
 grep VmHWM "/proc/$node_pid/status" | awk '{ printf "node peak memory (VmHWM): %d MiB\n", $2 / 1024 }'
 uptime

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -59,4 +60,47 @@ func BenchmarkSmallObjects(b *testing.B) {
 			rd.Close()
 		}
 	})
+}
+
+// BenchmarkFrontDoor measures S3 through the front door (proxy mode):
+// 4 KiB PUTs and GETs by eight concurrent aws-sdk-go-v2 clients, over a
+// cluster of one node and of three (docs/benchmarks.md, "S3").
+//
+//	go test ./internal/files/s3 -run XX -bench FrontDoor -benchtime 2000x
+func BenchmarkFrontDoor(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			s := frontS3(b, n)
+			ctx := context.Background()
+			body := bytes.Repeat([]byte("x"), 4096)
+			var seq atomic.Int64
+			b.Run("put", func(b *testing.B) {
+				b.SetParallelism(4) // 8 clients on 2 cores
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						k := fmt.Sprintf("bench/%d", seq.Add(1)%200)
+						if _, err := s.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("photos"), Key: aws.String(k), Body: bytes.NewReader(body)}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+			b.Run("get", func(b *testing.B) {
+				b.SetParallelism(4)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						k := fmt.Sprintf("bench/%d", seq.Add(1)%200)
+						out, err := s.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("photos"), Key: aws.String(k)})
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						_, _ = io.Copy(io.Discard, out.Body)
+						out.Body.Close()
+					}
+				})
+			})
+		})
+	}
 }

@@ -27,47 +27,11 @@ import (
 // relays the bytes (the Host signed is the front door's, unchanged) to
 // each node in turn.
 func TestS3ThroughTheFrontDoor(t *testing.T) {
-	front := testcluster.FreeAddr(t)
-	c := testcluster.Start(t, 2, testcluster.Options{Setup: func(i int, cfg *node.Config) {
-		cfg.S3Addr = testcluster.FreeAddr(t)
-		cfg.Front = &frontdoor.Config{Addr: front, Mode: frontdoor.ModeProxy, Policy: dispatch.NameRoundRobin}
-	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admin := c.Client(0)
-	grants := []string{"rw:photos/"}
-	if _, err := admin.AddUser(ctx, client.UserChange{Name: "alice", Grants: &grants}); err != nil {
-		t.Fatal(err)
-	}
-	key, err := admin.CreateAccessKey(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	testcluster.WaitFor(t, 10*time.Second, "the front door open", func() bool {
-		resp, err := http.Get("http://" + front + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == 200
-	})
-	// The key is in the replicated state: wait until both nodes have it.
-	for i := range c.Nodes {
-		testcluster.WaitFor(t, 10*time.Second, "the key known to every node", func() bool {
-			_, err := s3Client(c, i, key).ListBuckets(ctx, &s3.ListBucketsInput{})
-			return err == nil
-		})
-	}
-	// The client's idle connections are closed before the nodes stop:
-	// relays of kept-alive connections would hold the stop up.
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
-	hc := &http.Client{Transport: tr, Timeout: time.Minute}
-	s := s3.New(s3.Options{BaseEndpoint: aws.String("http://" + front), Region: "us-east-1", UsePathStyle: true, HTTPClient: hc,
-		Credentials: credentials.NewStaticCredentialsProvider(key.ID, key.Secret, "")})
+	s := frontS3(t, 2)
+	hc := s.Options().HTTPClient.(*http.Client)
 	b := aws.String("photos")
-	if _, err := s.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
-		t.Fatal(err)
-	}
 	// Each request is a new connection to a node chosen round robin.
 	for i := range 6 {
 		k := aws.String("front/" + strings.Repeat("x", i))
@@ -127,7 +91,7 @@ func TestS3ThroughTheFrontDoor(t *testing.T) {
 		return resp.StatusCode == 200
 	})
 	// The native API is unchanged on the same port.
-	resp, err := hc.Get("http://" + front + "/healthz")
+	resp, err := hc.Get(aws.ToString(s.Options().BaseEndpoint) + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,4 +99,53 @@ func TestS3ThroughTheFrontDoor(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("native request through the front door: %d", resp.StatusCode)
 	}
+}
+
+// frontS3 starts n nodes serving S3 behind a front door in proxy mode
+// (round robin) and returns an S3 client of the front door, its bucket
+// photos made, for the user alice (rw:photos/).
+func frontS3(t testing.TB, n int) *s3.Client {
+	t.Helper()
+	front := testcluster.FreeAddr(t)
+	c := testcluster.Start(t, n, testcluster.Options{Setup: func(i int, cfg *node.Config) {
+		cfg.S3Addr = testcluster.FreeAddr(t)
+		cfg.Front = &frontdoor.Config{Addr: front, Mode: frontdoor.ModeProxy, Policy: dispatch.NameRoundRobin}
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := c.Client(0)
+	grants := []string{"rw:photos/"}
+	if _, err := admin.AddUser(ctx, client.UserChange{Name: "alice", Grants: &grants}); err != nil {
+		t.Fatal(err)
+	}
+	key, err := admin.CreateAccessKey(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client's idle connections are closed before the nodes stop:
+	// relays of kept-alive connections would hold the stop up.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 16
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr, Timeout: time.Minute}
+	testcluster.WaitFor(t, 10*time.Second, "the front door open", func() bool {
+		resp, err := hc.Get("http://" + front + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+	// The key is in the replicated state: wait until every node has it.
+	for i := range c.Nodes {
+		testcluster.WaitFor(t, 10*time.Second, "the key known to every node", func() bool {
+			_, err := s3Client(c, i, key).ListBuckets(ctx, &s3.ListBucketsInput{})
+			return err == nil
+		})
+	}
+	s := s3.New(s3.Options{BaseEndpoint: aws.String("http://" + front), Region: "us-east-1", UsePathStyle: true, HTTPClient: hc,
+		Credentials: credentials.NewStaticCredentialsProvider(key.ID, key.Secret, "")})
+	if _, err := s.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("photos")}); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
