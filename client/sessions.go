@@ -30,6 +30,29 @@ type Session struct {
 	Clients     int       `json:"clients"`
 	// Web is the path of a web session's app (empty for terminals).
 	Web string `json:"web,omitempty"`
+	// Placement is why the session went to Node (nil: the node asked, or
+	// named with --on).
+	Placement *Placement `json:"placement,omitempty"`
+}
+
+// Placement is how a session's node was chosen: the kind's policy, the
+// node that decided, and the figures it used for each candidate.
+type Placement struct {
+	Policy  string            `json:"policy"`
+	Decider string            `json:"decider"`
+	Nodes   []PlacementFigure `json:"nodes,omitempty"`
+}
+
+// PlacementFigure is one candidate node as the decider saw it.
+type PlacementFigure struct {
+	Node string `json:"node"`
+	// Sessions ran there; InFlight were being placed there and did not
+	// show yet in what the policy compares.
+	Sessions   int     `json:"sessions"`
+	InFlight   int     `json:"in_flight,omitempty"`
+	FreeMemory int64   `json:"free_memory_bytes,omitempty"`
+	CPU        float64 `json:"cpu,omitempty"`
+	RunQueue   float64 `json:"run_queue,omitempty"`
 }
 
 // NewSession asks for a session.

@@ -48,6 +48,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&timing, "timing", "default", "failure-detection timings: default, or fast (tests on one machine)")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&cfg.DebugFaults, "debug-faults", false, "tests only: expose POST /debug/isolate?on=1|0 to cut this node off from its peers")
+	fs.StringVar(&cfg.DebugHostFigures, "debug-host-figures", "", "tests only: a JSON file of simulated load figures by node ID, `FILE` (placement tests on one machine)")
 	fs.BoolVar(&cfg.DebugUnsafeReads, "debug-unsafe-reads", false, "tests only: serve local copies without the consistency checks (a deliberately broken protocol)")
 	fs.BoolVar(&cfg.NoSync, "unsafe-no-fsync", false, "skip fsync (benchmarks and tests only: acknowledged writes may be lost on power failure)")
 	filesFlags(fs, &cfg)

@@ -92,13 +92,44 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 func printSessions(w io.Writer, list []client.Session) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUSER\tKIND\tNODE\tSTATE\tAGE\tIDLE\tMEMORY\tCPU\tCLIENTS")
+	fmt.Fprintln(tw, "ID\tUSER\tKIND\tNODE\tSTATE\tAGE\tIDLE\tMEMORY\tCPU\tCLIENTS\tPLACED")
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1fMiB\t%.1fs\t%d\n", s.ID, s.User, s.Kind, s.Node, s.State,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1fMiB\t%.1fs\t%d\t%s\n", s.ID, s.User, s.Kind, s.Node, s.State,
 			time.Duration(s.AgeSeconds)*time.Second, time.Duration(s.IdleSeconds)*time.Second,
-			float64(s.MemoryBytes)/(1<<20), s.CPUSeconds, s.Clients)
+			float64(s.MemoryBytes)/(1<<20), s.CPUSeconds, s.Clients, placedWhy(s.Node, s.Placement))
 	}
 	return tw.Flush()
+}
+
+// placedWhy says in a few words why a session is on node: the policy,
+// the decider, and each candidate's figure the policy compares (the
+// chosen node starred; +N: placements in flight not counted in it yet).
+func placedWhy(node string, p *client.Placement) string {
+	if p == nil {
+		return "asked"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s by %s:", p.Policy, p.Decider)
+	for _, n := range p.Nodes {
+		star := ""
+		if n.Node == node {
+			star = "*"
+		}
+		var fig string
+		switch p.Policy {
+		case "most-free-memory":
+			fig = fmt.Sprintf("%.0fMiB free", float64(n.FreeMemory)/(1<<20))
+		case "least-load":
+			fig = fmt.Sprintf("cpu %.0f%%", 100*n.CPU)
+		default:
+			fig = fmt.Sprintf("%d sessions", n.Sessions)
+		}
+		if n.InFlight > 0 {
+			fig += fmt.Sprintf("+%d", n.InFlight)
+		}
+		fmt.Fprintf(&b, " %s%s %s,", star, n.Node, fig)
+	}
+	return strings.TrimSuffix(b.String(), ",")
 }
 
 // termSize is this terminal's size (0x0 when stdout is not one).

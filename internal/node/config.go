@@ -103,6 +103,10 @@ type Config struct {
 	// DebugFaults exposes POST /debug/isolate (cut this node off from its
 	// peers at the transport, or heal it). Tests only.
 	DebugFaults bool
+	// DebugHostFigures names a JSON file of simulated load figures by node
+	// ID (SimHost), read at every sample: nodes sharing one machine gossip
+	// the skewed figures of separate hosts. Tests only.
+	DebugHostFigures string
 	// DebugUnsafeReads makes the node serve its local copy without checking
 	// validity, lease or invalidations: a deliberately broken protocol that
 	// the linearizability checker must catch. Tests only.

@@ -14,6 +14,9 @@ import (
 type loadSampler struct {
 	r     *hostload.Reader
 	conns func() int
+	// sim, when set, names a file of simulated figures (tests only);
+	// id and dataDir are this node's, for it.
+	sim, id, dataDir string
 
 	mu     sync.Mutex
 	prev   hostload.Sample
@@ -21,6 +24,14 @@ type loadSampler struct {
 }
 
 func (s *loadSampler) take() cluster.Load {
+	l := s.measure()
+	if s.sim != "" {
+		l = simulate(l, s.sim, s.id, s.dataDir)
+	}
+	return l
+}
+
+func (s *loadSampler) measure() cluster.Load {
 	now := time.Now()
 	cur, err := s.r.Read()
 	l := cluster.Load{Connections: s.conns(), RunQueue: s.r.RunQueue(), At: now.UnixMilli()}

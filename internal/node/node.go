@@ -154,7 +154,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	n.files.st = n.st
 	n.load = hostload.Open()
-	sampler := &loadSampler{r: n.load, conns: n.openConns}
+	sampler := &loadSampler{r: n.load, conns: n.openConns, sim: cfg.DebugHostFigures, id: id.NodeID, dataDir: cfg.DataDir}
 	n.cl, err = cluster.Open(ctx, cluster.Config{
 		NodeID: id.NodeID, ClusterID: id.ClusterID, Dir: cfg.DataDir, LogFS: cfg.LogFS, NoSync: cfg.NoSync, HTTPAddr: n.advertiseHTTP(),
 		Mux: n.mux, Key: key, Join: cfg.Join, Bootstrap: founding, Timing: cfg.Timing, Load: sampler.take,

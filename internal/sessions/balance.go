@@ -1,8 +1,10 @@
 package sessions
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -80,8 +82,12 @@ type Decision struct {
 
 // flight is one placement in flight.
 type flight struct {
-	node, user, id string
-	begun, done    time.Time
+	node, user, id, kind string
+	why                  *Placement
+	begun, done          time.Time
+	// seen: its record was seen (a session killed since must not count
+	// again when its record goes).
+	seen bool
 }
 
 // balancer is the decider's state: a policy per kind and the placements
@@ -93,6 +99,22 @@ type balancer struct {
 	next     uint64
 	last     map[string]uint64 // node → sequence number of its last placement
 	rnd      *rand.Rand
+	recent   []Placed // the latest placements made here, newest last
+}
+
+// recentPlacements is how many placements /status shows.
+const recentPlacements = 16
+
+// Placed is a placement this node decided, as /status shows it.
+type Placed struct {
+	Session string    `json:"session,omitempty"`
+	Kind    string    `json:"kind"`
+	User    string    `json:"user"`
+	Node    string    `json:"node"`
+	At      time.Time `json:"at"`
+	// Error is why the session did not start there ("" if it did).
+	Error string `json:"error,omitempty"`
+	*Placement
 }
 
 func newBalancer(rnd *rand.Rand) *balancer {
@@ -118,7 +140,7 @@ func (b *balancer) policy(k Kind) dispatch.Policy {
 		}
 		p = dispatch.MostFreeMemory{ConnMemory: mem}
 	case PlaceLeastLoad:
-		p = dispatch.LeastLoad{}
+		p = leastLoad{}
 	case PlaceP2C:
 		p = dispatch.NewPowerOfTwo(b.rnd)
 	default:
@@ -126,6 +148,44 @@ func (b *balancer) policy(k Kind) dispatch.Policy {
 	}
 	b.policies[k.Name] = p
 	return p
+}
+
+// DefaultSessionCPU is the share of a node's CPU a session placed by
+// least-load is assumed to add until its node's figures show it. The
+// front door's per-connection estimate (the node's CPU over its
+// connections) does not fit sessions: a node's sessions are mostly idle
+// shells, and a node without any would be assumed to take a burst for
+// free (herding).
+const DefaultSessionCPU = 0.1
+
+// leastLoad picks the node using the least of its CPU quota, each
+// placement in flight counted as DefaultSessionCPU; ties go to less CPU
+// pressure, then fewer sessions, then the least recently chosen.
+type leastLoad struct{}
+
+func (leastLoad) Name() string { return PlaceLeastLoad }
+
+func (leastLoad) Choose(_ dispatch.Conn, nodes []dispatch.NodeLoad) (string, bool) {
+	cpu := func(n dispatch.NodeLoad) float64 { return n.CPU + float64(n.Assigned)*DefaultSessionCPU }
+	found := -1
+	for i, n := range nodes {
+		if !n.Alive {
+			continue
+		}
+		if found < 0 {
+			found = i
+			continue
+		}
+		f := nodes[found]
+		if c := cmp.Or(cmp.Compare(cpu(n), cpu(f)), cmp.Compare(n.Load, f.Load), cmp.Compare(n.Connections, f.Connections),
+			cmp.Compare(n.LastChosen, f.LastChosen), cmp.Compare(n.ID, f.ID)); c < 0 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return "", false
+	}
+	return nodes[found].ID, true
 }
 
 // byFigures reports whether policy compares gossiped figures (else it
@@ -145,7 +205,8 @@ func (b *balancer) pending(now time.Time, recorded map[string]bool, figs map[str
 			delete(b.flights, key)
 			continue
 		}
-		inRecords := f.done.IsZero() || !recorded[f.id]
+		f.seen = f.seen || !f.done.IsZero() && recorded[f.id]
+		inRecords := !f.seen
 		fg, ok := figs[f.node]
 		inFigures := f.done.IsZero() || !ok || !fg.At.After(f.done.Add(figuresLag))
 		if !inRecords && !inFigures {
@@ -236,22 +297,41 @@ func (b *balancer) decide(k Kind, user, me string, cands []string, recs []Sessio
 	}
 	b.next++
 	b.last[node] = b.next
-	b.flights[b.next] = &flight{node: node, user: user, begun: now}
+	b.flights[b.next] = &flight{node: node, user: user, kind: k.Name, why: pl, begun: now}
 	return Decision{Node: node, Placement: pl, flight: b.next}, nil
 }
 
-// placed records a placement's outcome: a session started (its ID) or
-// not (id "": it no longer counts).
-func (b *balancer) placed(d Decision, id string) {
+// placed records a placement's outcome: a session started (its ID; seen
+// when its record shows here already) or not (id "", and why: it no
+// longer counts).
+func (b *balancer) placed(d Decision, id, why string, seen bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	f, ok := b.flights[d.flight]
 	if !ok {
 		return
 	}
+	if f.why != nil && f.why.Policy != PlaceAsked {
+		if len(b.recent) == recentPlacements {
+			b.recent = b.recent[1:]
+		}
+		b.recent = append(b.recent, Placed{Session: id, Kind: f.kind, User: f.user, Node: f.node, At: f.begun.UTC(), Error: why, Placement: f.why})
+	}
 	if id == "" {
 		delete(b.flights, d.flight)
 		return
 	}
-	f.id, f.done = id, time.Now()
+	f.id, f.done, f.seen = id, time.Now(), seen
+}
+
+// status returns the latest placements and the placements in flight per
+// node (as the last decision counted them).
+func (b *balancer) status() ([]Placed, map[string]int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	fl := map[string]int{}
+	for _, f := range b.flights {
+		fl[f.node]++
+	}
+	return slices.Clone(b.recent), fl
 }

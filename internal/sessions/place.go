@@ -70,8 +70,18 @@ func (m *Manager) Decide(ctx context.Context, user, kind, on string, others []st
 }
 
 // Placed tells the decider how a placement went: the session's ID, or ""
-// when it did not start.
-func (m *Manager) Placed(d Decision, id string) { m.bal.placed(d, id) }
+// and why when it did not start.
+func (m *Manager) Placed(d Decision, id, why string) {
+	seen := false
+	if id != "" {
+		_, seen = m.Record(id)
+	}
+	m.bal.placed(d, id, why, seen)
+}
+
+// PlacementStatus is the placements this node decided lately and those
+// still in flight per node (/status).
+func (m *Manager) PlacementStatus() ([]Placed, map[string]int) { return m.bal.status() }
 
 // PlacePolicy returns the place= policy of kind (by name; "" the default
 // kind), PlaceAsked for one not offered.

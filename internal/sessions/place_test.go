@@ -72,6 +72,8 @@ func TestBalancerBurst(t *testing.T) {
 		// 64 MiB each: n2 keeps the most free for all six.
 		{PlaceMostFreeMemory, map[string]int{"n2": 6}},
 		{PlaceRoundRobin, map[string]int{"n1": 2, "n2": 2, "n3": 2}},
+		// 0.1 each: n3 0.1→0.5 takes five, n2 at 0.5 one.
+		{PlaceLeastLoad, map[string]int{"n1": 0, "n2": 1, "n3": 5}},
 	} {
 		t.Run(tc.policy, func(t *testing.T) {
 			b := newBalancer(rand.New(rand.NewPCG(1, 1)))
@@ -112,20 +114,28 @@ func TestBalancerInFlight(t *testing.T) {
 	if d2.Node != "b" {
 		t.Fatalf("second went to %s: the first in flight was not counted", d2.Node)
 	}
-	b.placed(d2, "") // failed: b is free again
-	b.placed(d, "s1")
+	b.placed(d2, "", "failed", false) // failed: b is free again
+	b.placed(d, "s1", "", false)
 	// s1 not in the records yet: a still counts one.
 	d3, _ := b.decide(k, "u", "a", cands, nil, nil, Config{}, asked)
 	if d3.Node != "b" {
 		t.Fatalf("third went to %s, want b (s1 in flight on a)", d3.Node)
 	}
-	b.placed(d3, "s3")
+	b.placed(d3, "s3", "", false)
 	b.mu.Lock()
 	pr, pf, _ := b.pending(time.Now(), map[string]bool{"s1": true, "s3": true},
 		map[string]Figures{"a": {At: time.Now().Add(time.Second)}})
 	b.mu.Unlock()
 	if pr["a"] != 0 || pr["b"] != 0 || pf["a"] != 0 || pf["b"] != 1 {
 		t.Fatalf("pending records %v figures %v: want none but b's figures (not reported since)", pr, pf)
+	}
+	// s3 is killed before b reports again: its record goes, it does not
+	// count again.
+	b.mu.Lock()
+	pr, _, _ = b.pending(time.Now(), nil, nil)
+	b.mu.Unlock()
+	if pr["b"] != 0 {
+		t.Fatalf("a killed session counts in flight again: %v", pr)
 	}
 }
 

@@ -87,20 +87,20 @@ func (s *Service) handleNew(w http.ResponseWriter, r *http.Request) {
 }
 
 // startHere starts the session on this node and answers; it returns the
-// session (its ID "" when it did not start).
-func (s *Service) startHere(w http.ResponseWriter, r *http.Request, user string, req NewRequest) sessions.Session {
+// session's ID, or why it did not start.
+func (s *Service) startHere(w http.ResponseWriter, r *http.Request, user string, req NewRequest) (string, error) {
 	size, err := parseSize(req.Cols, req.Rows)
 	if err != nil {
 		writeErr(w, err)
-		return sessions.Session{}
+		return "", err
 	}
 	sess, err := s.m.Start(r.Context(), user, req.Kind, size, req.Placement)
 	if err != nil {
 		writeErr(w, err)
-		return sessions.Session{}
+		return "", err
 	}
 	api.JSON(w, http.StatusCreated, s.view(sess, nil))
-	return sess
+	return sess.ID, nil
 }
 
 // parseSize checks a terminal size: 0x0 means the default.

@@ -34,7 +34,7 @@ func (s *Service) peerNew(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, fmt.Errorf("%w: %v", sessions.ErrBadRequest, err))
 		return
 	}
-	_ = s.startHere(w, r, r.Header.Get(userHeader), req)
+	_, _ = s.startHere(w, r, r.Header.Get(userHeader), req)
 }
 
 func (s *Service) peerKill(w http.ResponseWriter, r *http.Request) {

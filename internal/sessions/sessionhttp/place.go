@@ -57,22 +57,24 @@ func (s *Service) place(w http.ResponseWriter, r *http.Request, user string, req
 	}
 	req.Node, req.Placement = dec.Node, dec.Placement
 	if dec.Node == me {
-		s.m.Placed(dec, s.startHere(w, r, user, req).ID)
+		id, err := s.startHere(w, r, user, req)
+		s.m.Placed(dec, id, errText(err))
 		return
 	}
 	resp, err := s.call(r, dec.Node, http.MethodPost, "/peer/sessions", user, req)
 	if err != nil {
-		s.m.Placed(dec, "")
+		s.m.Placed(dec, "", err.Error())
 		api.Error(w, http.StatusBadGateway, api.CodeBadGateway, err.Error())
 		return
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var v View
+	why := ""
 	if err != nil || resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &v) != nil {
-		v.ID = ""
+		v.ID, why = "", fmt.Sprintf("node %s answered %d: %s", dec.Node, resp.StatusCode, bytes.TrimSpace(body))
 	}
-	s.m.Placed(dec, v.ID)
+	s.m.Placed(dec, v.ID, why)
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	relay(w, resp)
 }
@@ -85,4 +87,11 @@ func (s *Service) peerPlace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.place(w, r, r.Header.Get(userHeader), req, true)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -78,6 +78,26 @@ type Status struct {
 	CannotSwitch string `json:"cannot_switch,omitempty"`
 	// Limits says whether per-session limits are enforced (cgroups).
 	Limits bool `json:"limits"`
+	// Placement is how new sessions are placed (docs/decisions/0033).
+	Placement PlacementStatus `json:"placement"`
+}
+
+// PlacementStatus is the placement part of /status.
+type PlacementStatus struct {
+	// Policies maps each kind to its place= policy.
+	Policies map[string]string `json:"policies"`
+	// Decider is the node that decides placements by load now (the
+	// dispatcher role's holder).
+	Decider string `json:"decider,omitempty"`
+	// InFlight counts, per node, the placements this node decided whose
+	// session does not show yet where its policy looks.
+	InFlight map[string]int `json:"in_flight,omitempty"`
+	// Recent is the latest placements by load this node decided, with
+	// the figures each used, newest last.
+	Recent []sessions.Placed `json:"recent,omitempty"`
+	// MaxPerNode and MaxPerUser are the limits (0: none).
+	MaxPerNode int `json:"max_per_node,omitempty"`
+	MaxPerUser int `json:"max_per_user,omitempty"`
 }
 
 // Status implements node.Service.
@@ -90,6 +110,13 @@ func (s *Service) Status() any {
 		st.Kinds = append(st.Kinds, k.Name)
 	}
 	sort.Strings(st.Kinds)
+	st.Placement.Policies = map[string]string{}
+	for _, k := range st.Kinds {
+		st.Placement.Policies[k] = s.m.PlacePolicy(k)
+	}
+	st.Placement.Decider, _ = s.cl.Dispatcher()
+	st.Placement.Recent, st.Placement.InFlight = s.m.PlacementStatus()
+	st.Placement.MaxPerNode, st.Placement.MaxPerUser = s.cfg.MaxPerNode, s.cfg.MaxPerUser
 	if err := sessions.CanSwitch(); err != nil {
 		st.CannotSwitch = err.Error()
 	}
