@@ -12,11 +12,11 @@ import (
 // tests of placement by load on nodes that share one machine: a base, and
 // what each session running on the node adds.
 type SimHost struct {
-	FreeMemory     int64   `json:"free_memory_bytes"`
-	CPU            float64 `json:"cpu"`
-	RunQueue       float64 `json:"run_queue"`
-	SessionMemory  int64   `json:"session_memory_bytes"`
-	SessionCPU     float64 `json:"session_cpu"`
+	FreeMemory      int64   `json:"free_memory_bytes"`
+	CPU             float64 `json:"cpu"`
+	RunQueue        float64 `json:"run_queue"`
+	SessionMemory   int64   `json:"session_memory_bytes"`
+	SessionCPU      float64 `json:"session_cpu"`
 	SessionPressure float64 `json:"session_run_queue"`
 }
 
