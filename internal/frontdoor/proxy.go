@@ -95,9 +95,14 @@ func (d *Door) relay(c net.Conn) {
 	go func() {
 		_, err := io.Copy(up, src)
 		if err == nil {
-			// The client finished sending: tell the node. (After an
-			// error the connection is being torn down anyway.)
+			// The client finished sending: tell the node.
 			_ = up.CloseWrite()
+		} else {
+			// The client's side broke, or the door closed it (stopping):
+			// close the node's side too, or the copy back would wait for
+			// the node to close a kept-alive connection (its idle
+			// timeout, minutes).
+			_ = up.Close()
 		}
 		toNode <- err
 	}()
