@@ -12,8 +12,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mure-dev/mure/internal/cache/proxy"
+	"github.com/mure-dev/mure/internal/history"
 	"github.com/mure-dev/mure/internal/node"
 	"github.com/mure-dev/mure/internal/testcluster"
 )
@@ -145,4 +147,29 @@ func TestCacheRestartKeepsDiskTier(t *testing.T) {
 	if body != "kept /k" || !strings.HasPrefix(st, "mure; hit") || hits.Load() != 1 {
 		t.Errorf("after a restart: %q %q, %d origin fetches", body, st, hits.Load())
 	}
+	get() // now from the memory tier, where the first read put it
+
+	// The dashboard's cache panel: the history has the hits, the bytes
+	// from each tier and the hit ratio; the view has the proxy's counts.
+	seen := map[int]bool{}
+	testcluster.WaitFor(t, 10*time.Second, "the history to record the hits from disk and from memory", func() bool {
+		d, _ := getHistory(t, c, 0, "")
+		for _, p := range d.Nodes[c.ID(0)].Fine {
+			for _, f := range []int{history.CacheHit, history.CacheDisk, history.CacheMem, history.CacheHitRatio} {
+				if p.Known(f) && p.V[f] > 0 {
+					seen[f] = true
+				}
+			}
+		}
+		return len(seen) == 4
+	})
+	var v struct {
+		Extra struct {
+			Cache proxy.Status `json:"cache"`
+		} `json:"extra"`
+	}
+	testcluster.WaitFor(t, 5*time.Second, "the dashboard's view to show the proxy's 2 hits and 1 object", func() bool {
+		_, ok := uiGet(t, c.HTTPAddr(0), c.Token(), "/ui/api/view", &v) // the token: once the restarted node has applied its log
+		return ok && v.Extra.Cache.Counts.Requests["hit"] == 2 && v.Extra.Cache.Tiers.Objects == 1
+	})
 }

@@ -59,6 +59,32 @@ func uiCall(t *testing.T, addr, method, path, cookie string, form url.Values, hd
 	return resp, nil
 }
 
+// uiGet logs in to the dashboard at addr with token (when it asks for a
+// login) and decodes GET path
+// into v; it returns the answer's raw body (false: the login or the
+// request failed).
+func uiGet(t *testing.T, addr, token, path string, v any) ([]byte, bool) {
+	t.Helper()
+	resp, ck := uiCall(t, addr, "POST", "/ui/login", "", url.Values{"token": {token}}, nil)
+	if resp.StatusCode != http.StatusOK {
+		return nil, false
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+	if ck != nil { // none: the dashboard is open (authentication off)
+		req.AddCookie(ck)
+	}
+	resp, err := bare.Do(req)
+	if err != nil {
+		return nil, false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return b, false
+	}
+	return b, json.Unmarshal(b, v) == nil
+}
+
 // TestDashboardLogin: the dashboard's session cookie, its attributes and
 // its limits: it opens the dashboard's data only, ends with the user or
 // the token, and a cross-site login is refused.
@@ -112,7 +138,7 @@ func TestDashboardLogin(t *testing.T) {
 		})
 	}
 
-	for _, p := range []string{"/ui/api/view", "/ui/api/history", "/ui/api/events"} {
+	for _, p := range []string{"/ui/api/view", "/ui/api/history", "/ui/api/events", "/ui/api/sessions"} {
 		if resp, _ := uiCall(t, addr, "GET", p, "", nil, nil); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("GET %s without a session: %d, want 401", p, resp.StatusCode)
 		}

@@ -54,8 +54,12 @@ func TestHistoryGathered(t *testing.T) {
 		return served()
 	})
 	for _, p := range d.Nodes[c.ID(0)].Fine {
-		if !p.Known(history.DiskFree) || !p.Known(history.Files) || !p.Known(history.Mem) {
+		if !p.Known(history.DiskFree) || !p.Known(history.Files) || !p.Known(history.Mem) || !p.Known(history.SessionsRunning) {
 			t.Fatalf("node 0's point has unknown figures: %+v", p)
+		}
+		// No proxy: no cache figures (the dashboard draws no cache panel).
+		if p.Known(history.CacheHit) || p.Known(history.CacheHitRatio) {
+			t.Fatalf("node 0 runs no proxy, yet its point has cache figures: %+v", p)
 		}
 	}
 

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mure-dev/mure/client"
+	"github.com/mure-dev/mure/internal/history"
 	"github.com/mure-dev/mure/internal/testcluster"
 )
 
@@ -235,6 +236,49 @@ func TestSessions(t *testing.T) {
 		if l := sessionsOf(t, bin, pc.HTTPAddr(0), bob); len(l) != 0 {
 			t.Errorf("bob lists %d sessions, want none", len(l))
 		}
+	})
+
+	t.Run("the dashboard lists a session to its owner only", func(t *testing.T) {
+		type row struct{ ID, User, Kind, Node, State string }
+		list := func(token string) ([]row, string) {
+			var l []row
+			raw, ok := uiGet(t, pc.HTTPAddr(1), token, "/ui/api/sessions", &l)
+			if !ok {
+				t.Fatalf("GET /ui/api/sessions: %s", raw)
+			}
+			return l, string(raw)
+		}
+		for _, tc := range []struct {
+			who   string
+			token string
+			sees  bool
+		}{{"alice", alice.token, true}, {"bob", bob.token, false}, {"an admin", pc.Token(), true}} {
+			l, raw := list(tc.token)
+			var found bool
+			for _, r := range l {
+				found = found || r.ID == s.ID && r.User == alice.name && r.Kind == "shell" && r.Node == pc.ID(0) && r.State == "running"
+				if r.User != alice.name && tc.who == "alice" {
+					t.Errorf("alice's dashboard lists %s's session %s", r.User, r.ID)
+				}
+			}
+			if found != tc.sees {
+				t.Errorf("%s's dashboard lists %s (want the session shown: %v)", tc.who, raw, tc.sees)
+			}
+			for _, secret := range []string{"ticket", "secret"} {
+				if strings.Contains(strings.ToLower(raw), secret) {
+					t.Errorf("%s's dashboard list mentions a %s: %s", tc.who, secret, raw)
+				}
+			}
+		}
+		// Node 0's history counts the session it runs.
+		testcluster.WaitFor(t, 10*time.Second, "node 1's history to count node 0's running session", func() bool {
+			var d history.Dump
+			if _, ok := uiGet(t, pc.HTTPAddr(1), pc.Token(), "/ui/api/history?node="+pc.ID(0), &d); !ok {
+				return false
+			}
+			fine := d.Nodes[pc.ID(0)].Fine
+			return len(fine) > 0 && fine[len(fine)-1].V[history.SessionsRunning] >= 1
+		})
 	})
 
 	t.Run("restart of mure keeps the session", func(t *testing.T) {

@@ -42,6 +42,17 @@ const (
 	Corrupt                // replicas found corrupt since the start (scrub)
 	Scrub                  // bytes/s the scrub reads to verify replicas
 	Decisions              // front-door decisions per second (on the holder)
+	CacheHit               // caching proxy: requests answered fresh from the cache, per second
+	CacheMiss              // requests that missed (fetched, or waited for another's fetch and missed), per second
+	CacheStale             // requests answered stale (stale-while-revalidate, stale-if-error), per second
+	CacheBypass            // requests not cacheable (passed through), per second
+	CacheMem               // bytes/s of bodies sent from the memory tier
+	CacheDisk              // bytes/s of bodies sent from the disk tier
+	CacheOrigin            // bytes/s of bodies sent as the origin sent them
+	CacheFetches           // requests sent to origins, per second
+	CacheHitRatio          // of the second's requests, the share answered from the cache (hit, stale, collapsed)
+	SessionsRunning        // persistent sessions running on the node
+	SessionsLost           // its sessions marked lost (its holder gone)
 	NumFields
 )
 
@@ -69,6 +80,17 @@ var Fields = [NumFields]Field{
 	Corrupt:         {Name: "corrupt", Unit: "count", Max: true},
 	Scrub:           {Name: "scrub_bps", Unit: "bytes/s", Counter: true},
 	Decisions:       {Name: "decisions_ps", Unit: "1/s", Counter: true},
+	CacheHit:        {Name: "cache_hit_ps", Unit: "1/s", Counter: true},
+	CacheMiss:       {Name: "cache_miss_ps", Unit: "1/s", Counter: true},
+	CacheStale:      {Name: "cache_stale_ps", Unit: "1/s", Counter: true},
+	CacheBypass:     {Name: "cache_bypass_ps", Unit: "1/s", Counter: true},
+	CacheMem:        {Name: "cache_memory_bps", Unit: "bytes/s", Counter: true},
+	CacheDisk:       {Name: "cache_disk_bps", Unit: "bytes/s", Counter: true},
+	CacheOrigin:     {Name: "cache_origin_bps", Unit: "bytes/s", Counter: true},
+	CacheFetches:    {Name: "cache_fetches_ps", Unit: "1/s", Counter: true},
+	CacheHitRatio:   {Name: "cache_hit_ratio", Unit: "fraction"},
+	SessionsRunning: {Name: "sessions_running", Unit: "count", Max: true},
+	SessionsLost:    {Name: "sessions_lost", Unit: "count", Max: true},
 }
 
 // FieldIndex returns the index of the named field (false: unknown).
@@ -82,7 +104,7 @@ func FieldIndex(name string) (int, bool) {
 }
 
 // Point is a node's figures at one time. Values are float32 to keep the
-// ring small (a point is 96 bytes); NaN is "not known" (null on the wire).
+// ring small (a point is 144 bytes: 33 figures and the time, padded); NaN is "not known" (null on the wire).
 type Point struct {
 	// T is the time in Unix seconds (the sampling node's clock).
 	T int64

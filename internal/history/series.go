@@ -13,7 +13,7 @@ const (
 	FineKeep    = 3600
 	CoarseStep  = 60
 	CoarseKeep  = 24 * 60
-	pointBytes  = 8 + 4*NumFields
+	pointBytes  = (8 + 4*NumFields + 7) / 8 * 8        // the time and the figures, padded to 8 bytes
 	SeriesBytes = (FineKeep + CoarseKeep) * pointBytes // the memory one node's series holds, full
 )
 

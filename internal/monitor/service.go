@@ -29,6 +29,10 @@ type Config struct {
 	// Extra, when set, adds figures to the cluster view the dashboard
 	// shows (the front door's decisions by policy).
 	Extra func() map[string]any
+	// Sessions, when set, returns the persistent sessions a dashboard
+	// user may see ("" when the dashboard is open): no secrets, only
+	// what the session list shows.
+	Sessions func(ctx context.Context, user string) any
 	// UI is how the dashboard authenticates a browser.
 	UI UIConfig
 }
@@ -77,7 +81,12 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 	s.ui.routes(env.Routes)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.sample() // a first reading, so the first rates come a second later
+	// A first reading primes the rates, which come with the first point,
+	// on the next whole second: a point of its own could round to that
+	// second and push the next one out, its counts lost with it.
+	if s.cfg.Read != nil {
+		s.rater.Point(s.cfg.Read())
+	}
 	s.wg.Go(func() { s.loop(ctx) })
 	return nil
 }

@@ -78,6 +78,18 @@ func (u *ui) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /ui/api/view", u.authed(u.handleView))
 	mux.HandleFunc("GET /ui/api/history", u.authed(u.s.handleHistory))
 	mux.HandleFunc("GET /ui/api/events", u.authed(u.handleEvents))
+	mux.HandleFunc("GET /ui/api/sessions", u.authed(u.handleSessions))
+}
+
+// handleSessions answers the sessions the user may see (the page asks
+// every few seconds; they are not in the event stream, which every
+// dashboard gets each second).
+func (u *ui) handleSessions(w http.ResponseWriter, r *http.Request) {
+	var list any = []any{}
+	if u.s.cfg.Sessions != nil {
+		list = u.s.cfg.Sessions(r.Context(), r.Header.Get(userHeader))
+	}
+	api.JSON(w, http.StatusOK, list)
 }
 
 // handleRoot sends a browser asking for / to the dashboard; a program
@@ -149,6 +161,7 @@ func (u *ui) authed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		if u.cfg.Open {
+			r.Header.Del(userHeader) // no user: a client's own is not believed
 			next(w, r)
 			return
 		}

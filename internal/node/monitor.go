@@ -19,10 +19,11 @@ import (
 func (n *Node) monitorService() *monitor.Service {
 	n.mon = &monitorReader{n: n}
 	return monitor.New(monitor.Config{
-		Read:  n.mon.read,
-		Peers: &http.Client{Transport: peerTransport{n}, Timeout: 5 * time.Second},
-		UI:    n.uiConfig(),
-		Extra: n.monitorExtra,
+		Read:     n.mon.read,
+		Peers:    &http.Client{Transport: peerTransport{n}, Timeout: 5 * time.Second},
+		UI:       n.uiConfig(),
+		Extra:    n.monitorExtra,
+		Sessions: n.monitorSessions,
 	})
 }
 
@@ -45,6 +46,11 @@ type monitorReader struct {
 
 	files     FilesInfo // the catalogue's figures, as last counted
 	filesNext time.Time // when to count them again
+
+	// the caching proxy's requests and those the cache answered, at the
+	// previous reading (the hit ratio is over the second between)
+	prevCacheAll, prevCached int64
+	hasCache                 bool
 }
 
 // catalogue returns the file service's figures, counted again only when
@@ -138,6 +144,8 @@ func (m *monitorReader) read() history.Reading {
 			r.V[history.Decisions] = float64(total)
 		}
 	}
+	m.readCache(&r)
+	m.readSessions(&r)
 	return r
 }
 

@@ -68,11 +68,12 @@ type Node struct {
 	certs *certs.Holder // nil without TLS on the client ports
 	// admission is the client API's admission control (clientHandler).
 	admission *admission.Limiter
-	door      *frontdoor.Service // nil without a front door
-	s3        *s3.Service        // nil without --s3
-	proxy     *proxy.Service     // nil without --proxy
-	webdav    *webdav.Service    // nil without --webdav
-	single    *dsc.Service       // single-address mode only
+	door      *frontdoor.Service   // nil without a front door
+	s3        *s3.Service          // nil without --s3
+	proxy     *proxy.Service       // nil without --proxy
+	webdav    *webdav.Service      // nil without --webdav
+	sessions  *sessionhttp.Service // persistent sessions (the dashboard lists them)
+	single    *dsc.Service         // single-address mode only
 	monitor   *monitor.Service
 	mon       *monitorReader // what the monitor reads of this node
 
@@ -215,6 +216,7 @@ func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.sessions = sess
 	// The monitor after the API: it stops first, ending the dashboard's
 	// event streams before the API's server waits for its requests.
 	n.monitor = n.monitorService()

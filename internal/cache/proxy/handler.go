@@ -236,6 +236,7 @@ func (h *Handler) writeStored(w http.ResponseWriter, r *http.Request, obj *tier.
 	if r.Method != http.MethodHead {
 		n, _ := w.Write(obj.Body)
 		h.metrics.served("cache", int64(n))
+		h.metrics.servedTier(obj.FromDisk, int64(n))
 	}
 }
 

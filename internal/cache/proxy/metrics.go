@@ -41,9 +41,13 @@ type Counts struct {
 	Requests map[string]int64 `json:"requests"`
 	// Bytes of bodies sent to clients, by where they came from (cache,
 	// origin, peer).
-	Bytes         map[string]int64 `json:"bytes"`
-	OriginFetches int64            `json:"origin_fetches"`
-	CollapsedWait int64            `json:"collapsed_waits"`
+	Bytes map[string]int64 `json:"bytes"`
+	// CacheMemory and CacheDisk split the cache's bytes by the tier
+	// that held the object when it was read.
+	CacheMemory   int64 `json:"cache_memory_bytes"`
+	CacheDisk     int64 `json:"cache_disk_bytes"`
+	OriginFetches int64 `json:"origin_fetches"`
+	CollapsedWait int64 `json:"collapsed_waits"`
 }
 
 func (m *metrics) result(r string) {
@@ -57,6 +61,17 @@ func (m *metrics) served(from string, n int64) {
 	m.bytes.WithLabelValues(from).Add(float64(n))
 	m.mu.Lock()
 	m.counts.Bytes[from] += n
+	m.mu.Unlock()
+}
+
+// servedTier splits the bytes served from the cache by tier.
+func (m *metrics) servedTier(disk bool, n int64) {
+	m.mu.Lock()
+	if disk {
+		m.counts.CacheDisk += n
+	} else {
+		m.counts.CacheMemory += n
+	}
 	m.mu.Unlock()
 }
 

@@ -48,4 +48,7 @@ func (m *Meta) Stored() *cache.Stored {
 type Object struct {
 	Meta
 	Body []byte
+	// FromDisk marks an object Get read from the disk tier (the copy it
+	// promoted to memory is not marked).
+	FromDisk bool
 }

@@ -195,7 +195,9 @@ func (t *Tiers) Get(m *Meta) (*Object, error) {
 	t.promotions.Add(1)
 	t.mem.Set(id, o)
 	t.touch(id)
-	return o, nil
+	read := *o
+	read.FromDisk = true
+	return &read, nil
 }
 
 // touch marks an object used, for the disk tier's LRU.

@@ -133,18 +133,29 @@ func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.catchUp(r)
+	api.JSON(w, http.StatusOK, s.List(r.Context(), user, admin && r.URL.Query().Get("all") != ""))
+}
+
+// List returns the sessions of user (all sessions, when all is set: an
+// admin's view), with their figures from the nodes running them. A View
+// holds no secret (no ticket, no web app's secret): the dashboard lists
+// sessions with it.
+func (s *Service) List(ctx context.Context, user string, all bool) []View {
+	out := []View{}
+	if s.m == nil {
+		return out
+	}
 	var mine []sessions.Session
 	for _, sess := range s.m.Records() {
-		if sess.User == user || admin && r.URL.Query().Get("all") != "" {
+		if sess.User == user || all {
 			mine = append(mine, sess)
 		}
 	}
-	stats := s.stats(r, mine)
-	out := make([]View, 0, len(mine))
+	stats := s.stats(ctx, mine)
 	for _, sess := range mine {
 		out = append(out, s.view(sess, stats))
 	}
-	api.JSON(w, http.StatusOK, out)
+	return out
 }
 
 // own returns the caller's session id, answering 404 for another's.
@@ -170,7 +181,7 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	api.JSON(w, http.StatusOK, s.view(sess, s.stats(r, []sessions.Session{sess})))
+	api.JSON(w, http.StatusOK, s.view(sess, s.stats(r.Context(), []sessions.Session{sess})))
 }
 
 func (s *Service) handleKill(w http.ResponseWriter, r *http.Request) {

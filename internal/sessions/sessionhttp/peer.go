@@ -110,7 +110,7 @@ const statsWait = time.Second
 // stats gathers the figures of the nodes that run sessions of list: this
 // node's own, and each other live node's over the peer port (a node that
 // does not answer in time shows zeros).
-func (s *Service) stats(r *http.Request, list []sessions.Session) map[string]holder.Status {
+func (s *Service) stats(ctx context.Context, list []sessions.Session) map[string]holder.Status {
 	out := s.m.Stats()
 	nodes := map[string]bool{}
 	for _, sess := range list {
@@ -120,7 +120,7 @@ func (s *Service) stats(r *http.Request, list []sessions.Session) map[string]hol
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	ctx, cancel := context.WithTimeout(r.Context(), statsWait)
+	ctx, cancel := context.WithTimeout(ctx, statsWait)
 	defer cancel()
 	for n := range nodes {
 		wg.Add(1)

@@ -1,7 +1,8 @@
 // The dashboard: the cluster as the node serving this page sees it,
 // live. Data: GET api/view (who and what), GET api/events (server-sent
-// events: the view and each node's new points every second). uPlot (a
-// global from uPlot.iife.min.js) draws the charts.
+// events: the view and each node's new points every second), GET
+// api/sessions (the sessions the user may see, every few seconds). uPlot
+// (a global from uPlot.iife.min.js) draws the charts.
 
 const CHARTS = [
   { id: 'cpu', title: 'CPU, % of quota', fields: ['cpu'], scale: 100 },
@@ -20,12 +21,24 @@ const CHARTS = [
   { id: 'scrub', title: 'scrub reads per s', fields: ['scrub_bps'], bytes: true },
   { id: 'decisions', title: 'front-door decisions per s', fields: ['decisions_ps'] },
 ];
+// The caching proxy's panel, drawn when some node runs the proxy (its
+// cache figures are known).
+const CACHE_CHARTS = [
+  { id: 'cache_requests', title: 'cache requests per s: hit, miss, stale, bypass', fields: ['cache_hit_ps', 'cache_miss_ps', 'cache_stale_ps', 'cache_bypass_ps'] },
+  { id: 'cache_ratio', title: 'cache hit ratio, % of requests', fields: ['cache_hit_ratio'], scale: 100 },
+  { id: 'cache_bytes', title: 'cache bytes per s from memory, disk, origin', fields: ['cache_memory_bps', 'cache_disk_bps', 'cache_origin_bps'], bytes: true },
+  { id: 'cache_fetches', title: 'origin fetches per s', fields: ['cache_fetches_ps'] },
+];
+const SESSION_CHARTS = [
+  { id: 'sessions', title: 'sessions running, lost', fields: ['sessions_running', 'sessions_lost'] },
+];
+const SESSIONS_EVERY = 5000; // ms between two reads of api/sessions
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#7f7f7f', '#bcbd22'];
-const DASHES = [[], [6, 4], [2, 3]];
+const DASHES = [[], [6, 4], [2, 3], [10, 3, 2, 3]];
 const KEEP = { fine: 3600, coarse: 1440 };
 
 const $ = (sel) => document.querySelector(sel);
-const state = { view: null, nodes: {}, fields: [], charts: {}, events: null, range: 'fine' };
+const state = { view: null, nodes: {}, fields: [], charts: {}, events: null, range: 'fine', sessionsTimer: null };
 
 // ---- data ----
 
@@ -152,11 +165,76 @@ function drawMembers(v) {
 
 function pct(v) { return v === null ? null : v * 100; }
 
-function drawCharts() {
-  const ids = Object.keys(state.nodes).sort();
+// known reports whether any point of the node holds the figure.
+function known(id, name) {
+  const i = fieldIndex(name);
+  const s = state.nodes[id];
+  if (!s || !i) return false;
+  return s.fine.some((p) => p[i] !== null && p[i] !== undefined) || s.coarse.some((p) => p[i] !== null && p[i] !== undefined);
+}
+
+// drawCache shows the cache panel when some node runs the proxy: the
+// nodes whose cache figures are known, and this node's tiers now.
+function drawCache() {
+  const ids = Object.keys(state.nodes).sort().filter((id) => known(id, 'cache_hit_ps'));
+  $('#cache').hidden = ids.length === 0;
+  if (!ids.length) return;
+  drawCharts($('#cache-charts'), CACHE_CHARTS, ids);
+  const c = ((state.view || {}).extra || {}).cache;
+  if (!c) { $('#cache-now').textContent = 'proxies on ' + ids.join(', ') + '; this node runs none'; return; }
+  const t = c.tiers || {}, n = c.counts || {};
+  const req = Object.entries(n.requests || {}).map(([k, v]) => `${k} ${v}`).join(', ') || 'none';
+  $('#cache-now').textContent = `this node's cache at ${c.addr}: ${t.objects || 0} objects, ${bytes(t.memory_bytes || 0)} in memory, ` +
+    `${bytes(t.disk_bytes || 0)} on disk; requests since it started: ${req}; origin fetches ${n.origin_fetches || 0}, collapsed waits ${n.collapsed_waits || 0}`;
+}
+
+function drawSessionCharts() {
+  drawCharts($('#session-charts'), SESSION_CHARTS, Object.keys(state.nodes).sort());
+}
+
+function age(s) {
+  if (s === null || s === undefined) return '–';
+  if (s < 60) return s + ' s';
+  if (s < 3600) return Math.floor(s / 60) + ' min';
+  return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min';
+}
+
+// drawSessions fills the sessions table: what api/sessions answers, which
+// holds no secret (no ticket, no web app's secret).
+function drawSessions(list) {
+  const rows = list.map((s) => {
+    const tr = document.createElement('tr');
+    tr.dataset.session = s.id;
+    tr.dataset.state = s.state === 'lost' ? 'down' : 'up';
+    for (const [cls, text] of [['', s.id], ['', s.user], ['', s.kind], ['', s.node], ['', s.state],
+      ['num', age(s.idle_seconds)], ['num', age(s.age_seconds)], ['num', bytes(s.memory_bytes)], ['num', num(s.clients)]]) {
+      const td = document.createElement('td');
+      if (cls) td.className = cls;
+      td.textContent = text;
+      tr.appendChild(td);
+    }
+    return tr;
+  });
+  $('#sessions tbody').replaceChildren(...rows);
+  $('#sessions-none').hidden = list.length > 0;
+}
+
+async function pollSessions() {
+  clearTimeout(state.sessionsTimer);
+  const r = await fetch('api/sessions', { credentials: 'same-origin' }).catch(() => null);
+  if (r && r.ok) drawSessions(await r.json());
+  state.sessionsTimer = setTimeout(pollSessions, SESSIONS_EVERY);
+}
+
+function drawAll() {
+  drawCharts($('#charts'), CHARTS, Object.keys(state.nodes).sort());
+  drawCache();
+  drawSessionCharts();
+}
+
+function drawCharts(box, charts, ids) {
   const down = new Set((state.view ? state.view.members : []).filter((m) => !up(m)).map((m) => m.id));
-  const box = $('#charts');
-  for (const c of CHARTS) {
+  for (const c of charts) {
     let el = document.getElementById('chart-' + c.id);
     if (!el) {
       el = document.createElement('div');
@@ -195,7 +273,7 @@ function drawCharts() {
 function update(msg) {
   if (msg.history) merge(msg.history);
   if (msg.view) { state.view = msg.view; drawMembers(msg.view); }
-  drawCharts();
+  drawAll();
   $('#stale').hidden = true;
 }
 
@@ -209,6 +287,7 @@ async function start() {
   $('#dash').hidden = false;
   update({ view: await r.json() });
   listen();
+  pollSessions();
 }
 
 function listen() {
@@ -228,6 +307,8 @@ function listen() {
 
 function showLogin(msg) {
   if (state.events) state.events.close();
+  clearTimeout(state.sessionsTimer);
+  drawSessions([]);
   $('#dash').hidden = true;
   $('#login').hidden = false;
   $('#logout').hidden = true;
@@ -252,6 +333,6 @@ $('#logout').addEventListener('click', async () => {
   showLogin();
 });
 
-$('#range').addEventListener('change', (e) => { state.range = e.target.value; drawCharts(); });
+$('#range').addEventListener('change', (e) => { state.range = e.target.value; drawAll(); });
 
 start();
