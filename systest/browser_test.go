@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,6 +17,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/mure-dev/mure/client"
+	"github.com/mure-dev/mure/internal/cache/proxy"
+	"github.com/mure-dev/mure/internal/node"
 	"github.com/mure-dev/mure/internal/testcluster"
 )
 
@@ -47,7 +51,24 @@ func browser(t *testing.T) context.Context {
 // MURE_SCREENSHOT=FILE saves the dashboard (docs/img/dashboard.png).
 func TestDashboardInBrowser(t *testing.T) {
 	ctx := browser(t)
-	c := testcluster.Start(t, 3)
+	// Node 1 runs the caching proxy (the page, from node 0, draws its panel).
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=600")
+		fmt.Fprint(w, "cached object")
+	}))
+	defer origin.Close()
+	ou, _ := neturl.Parse(origin.URL)
+	proxyAddr := testcluster.FreeAddr(t)
+	c := testcluster.Start(t, 3, testcluster.Options{Setup: func(i int, cfg *node.Config) {
+		if i == 1 {
+			cfg.Proxy = &proxy.Config{Addr: proxyAddr, Origins: []proxy.Origin{{URL: ou}}}
+		}
+	}})
+	for range 2 { // a miss, then a hit
+		if resp, err := http.Get("http://" + proxyAddr + "/obj"); err == nil {
+			resp.Body.Close()
+		}
+	}
 	addr := c.HTTPAddr(0)
 	mustCall(t, addr, "POST", "/auth/users", bearer(c.Token()), `{"name":"viewer","password":"viewer-pass-1","grants":["ro:"]}`, http.StatusCreated)
 
@@ -98,6 +119,17 @@ func TestDashboardInBrowser(t *testing.T) {
 	testcluster.WaitFor(t, 10*time.Second, "the request chart to gain points", func() bool { return points("requests") > first })
 	if drawn := count(`#charts .chart canvas`); drawn < 10 {
 		t.Errorf("%d charts drawn, want one per group of figures", drawn)
+	}
+	// Node 1 runs the caching proxy: its panel shows, with node 1's hit.
+	testcluster.WaitFor(t, 10*time.Second, "the cache panel to show node 1's hit", func() bool {
+		return eval(`String(document.getElementById('cache').hidden)`) == "false" && count(`#cache-charts .chart canvas`) == 4 &&
+			eval(`document.getElementById('chart-cache_requests').dataset.nodes`) == c.ID(1) &&
+			strings.Contains(eval(`document.getElementById('cache-now').textContent`), c.ID(1))
+	})
+	// The sessions panel draws its chart; the viewer has no session.
+	if count(`#session-charts .chart canvas`) != 1 || eval(`String(document.getElementById('sessions-none').hidden)`) != "false" {
+		t.Errorf("%d session charts, 'no sessions' hidden %s: want one session chart, no sessions listed",
+			count(`#session-charts .chart canvas`), eval(`String(document.getElementById('sessions-none').hidden)`))
 	}
 
 	if os.Getenv("MURE_SCREENSHOT") != "" { // a picture worth looking at: half a minute of load
