@@ -207,14 +207,23 @@ func checkWhy(t *testing.T, pc *testcluster.ProcCluster, u sessionUser, kind, po
 		t.Fatalf("mure session ls: %v: %s", err, out)
 	}
 	n := 0
+	deciders := map[string]bool{}
 	for line := range strings.Lines(out) {
 		f := strings.Fields(line)
 		if len(f) > 2 && f[2] == kind {
 			n++
-			if !strings.Contains(line, policy+" by ") || !strings.Contains(line, "*"+f[3]) {
+			_, why, _ := strings.Cut(line, policy+" by ")
+			decider, _, _ := strings.Cut(why, ":")
+			deciders[decider] = true
+			if why == "" || !strings.Contains(line, "*"+f[3]) {
 				t.Errorf("mure session ls does not say why this %s session is on %s (policy %s):\n%s", kind, f[3], policy, line)
 			}
 		}
+	}
+	// Logins through all three nodes, one decider: the one that counted
+	// them all in flight.
+	if len(deciders) != 1 {
+		t.Errorf("the %s sessions were placed by %v: want one decider", kind, deciders)
 	}
 	if n != placeBurst {
 		t.Errorf("mure session ls lists %d sessions of kind %s, want %d:\n%s", n, kind, placeBurst, out)
