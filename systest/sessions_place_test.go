@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mure-dev/mure/client"
 	"github.com/mure-dev/mure/internal/node"
@@ -80,8 +81,46 @@ func TestSessionPlacement(t *testing.T) {
 		}
 		return countByNode(t, cls[0], kind)
 	}
+	admins := []*client.Client{pc.Client(0), pc.Client(1), pc.Client(2)}
+	// settled waits until every node sees every node's figures with the
+	// sessions that run now: a burst decided on figures from before the
+	// previous round's kills would measure the wrong thing.
+	settled := func(t *testing.T) {
+		t.Helper()
+		testcluster.WaitFor(t, 10*time.Second, "the figures to show the sessions running now", func() bool {
+			list, err := cls[0].Sessions(ctx, false)
+			if err != nil {
+				return false
+			}
+			running := map[string]int64{}
+			for _, s := range list {
+				running[s.Node]++
+			}
+			for _, c := range admins {
+				raw, err := c.Status(ctx)
+				var st struct {
+					Members []struct {
+						ID   string `json:"id"`
+						Load *struct {
+							Free int64 `json:"m"`
+						} `json:"load"`
+					} `json:"members"`
+				}
+				if err != nil || json.Unmarshal(raw, &st) != nil {
+					return false
+				}
+				for _, m := range st.Members {
+					if h := hosts[m.ID]; m.Load == nil || m.Load.Free != h.FreeMemory-running[m.ID]*h.SessionMemory {
+						return false
+					}
+				}
+			}
+			return true
+		})
+	}
 	killKind := func(t *testing.T, kinds ...string) {
 		t.Helper()
+		defer settled(t)
 		list, err := cls[0].Sessions(ctx, false)
 		if err != nil {
 			t.Fatal(err)
