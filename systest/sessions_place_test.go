@@ -216,6 +216,44 @@ func TestSessionPlacement(t *testing.T) {
 		if spreadOf(calc, cpu) >= spreadOf(round, cpu) {
 			t.Errorf("least-load CPU spread %.2f, round robin %.2f: want less", spreadOf(calc, cpu), spreadOf(round, cpu))
 		}
+		// The decider's /status shows the placements it made, with the
+		// figures each used.
+		found := 0
+		for _, c := range admins {
+			raw, err := c.Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st struct {
+				Services struct {
+					Sessions struct {
+						Placement struct {
+							Policies map[string]string `json:"policies"`
+							Recent   []struct {
+								Kind   string                   `json:"kind"`
+								Policy string                   `json:"policy"`
+								Nodes  []client.PlacementFigure `json:"nodes"`
+							} `json:"recent"`
+						} `json:"placement"`
+					} `json:"sessions"`
+				} `json:"services"`
+			}
+			if err := json.Unmarshal(raw, &st); err != nil {
+				t.Fatal(err)
+			}
+			p := st.Services.Sessions.Placement
+			if p.Policies["calc"] != "least-load" {
+				t.Errorf("/status policies %v: want calc least-load", p.Policies)
+			}
+			for _, r := range p.Recent {
+				if r.Kind == "calc" && r.Policy == "least-load" && len(r.Nodes) == 3 && r.Nodes[0].CPU > 0 {
+					found++
+				}
+			}
+		}
+		if found != placeBurst {
+			t.Errorf("the nodes' /status show %d least-load placements with their figures, want %d", found, placeBurst)
+		}
 	})
 
 }
