@@ -1,6 +1,6 @@
 # The project's vocabulary. Each target is a thin wrapper: the real commands
 # live in scripts/ so that CI and the README use exactly the same ones.
-.PHONY: build run test test-race test-robustness lint cluster clean bench-000 bench-000-quick
+.PHONY: build run test test-race test-robustness lint cluster clean bench-000 bench-000-quick bench-000-writes
 
 build:
 	go build -o bin/mure ./cmd/mure
@@ -26,6 +26,10 @@ bench-000:
 
 bench-000-quick:
 	bash scripts/bench/000.sh quick
+
+# Own-set writes only, 4K and 64K, servers alternated 1,2,4,1,2,4 (~9 minutes).
+bench-000-writes:
+	bash scripts/bench/000.sh writes
 
 lint:
 	gofmt -l . && go vet ./...
