@@ -30,6 +30,8 @@ type Session struct {
 	Clients     int       `json:"clients"`
 	// Web is the path of a web session's app (empty for terminals).
 	Web string `json:"web,omitempty"`
+	// Parent is the session this one was started from; it ends with it.
+	Parent string `json:"parent,omitempty"`
 	// Placement is why the session went to Node (nil: the node asked, or
 	// named with --on).
 	Placement *Placement `json:"placement,omitempty"`
@@ -59,14 +61,17 @@ type PlacementFigure struct {
 type NewSession struct {
 	Kind       string `json:"kind,omitempty"`
 	Cols, Rows uint16 `json:"-"`
-	// Node starts it on that node (default: the node asked).
+	// Node starts it on that node (default: where its kind's policy says).
 	Node string `json:"node,omitempty"`
+	// Parent makes it belong to that session of the caller's: it ends
+	// with it.
+	Parent string `json:"parent,omitempty"`
 }
 
 // StartSession starts a session of the caller's and returns it.
 func (c *Client) StartSession(ctx context.Context, n NewSession) (Session, error) {
 	var s Session
-	body := map[string]any{"kind": n.Kind, "cols": n.Cols, "rows": n.Rows, "node": n.Node}
+	body := map[string]any{"kind": n.Kind, "cols": n.Cols, "rows": n.Rows, "node": n.Node, "parent": n.Parent}
 	return s, c.sendJSON(ctx, http.MethodPost, "/sessions", body, &s)
 }
 

@@ -162,19 +162,27 @@ func TestSessionPlacement(t *testing.T) {
 			t.Errorf("a tenth session: %v, want the per-user limit's refusal", err)
 		}
 		killKind(t, "desk")
-		pick := burst(t, "pick")
-		killKind(t, "pick")
+		// p2c draws its pairs at random: one burst may spread worse than
+		// round robin (about one in twenty here); the mean of five does
+		// so about once in ten thousand runs.
+		var pick []map[string]int
+		pickMean := 0.0
+		for range 5 {
+			pick = append(pick, burst(t, "pick"))
+			killKind(t, "pick")
+			pickMean += float64(spread(pick[len(pick)-1])) / 5
+		}
 		round := rr(t)
-		t.Logf("sessions per node (n0 had 3): fewest-sessions %v spread %d, p2c %v spread %d, round robin %v spread %d",
-			desk, spread(desk), pick, spread(pick), round, spread(round))
+		t.Logf("sessions per node (n0 had 3): fewest-sessions %v spread %d, p2c %v mean spread %.1f, round robin %v spread %d",
+			desk, spread(desk), pick, pickMean, round, spread(round))
 		if desk[ids[0]] != 0 || spread(desk) > 1 {
 			t.Errorf("fewest-sessions put %v: want none on the busy node and a spread of at most 1", desk)
 		}
 		if spread(desk) >= spread(round) {
 			t.Errorf("fewest-sessions spread %d, round robin %d: want fewer", spread(desk), spread(round))
 		}
-		if spread(pick) > spread(round) {
-			t.Errorf("p2c spread %d, round robin %d: want no more", spread(pick), spread(round))
+		if pickMean >= float64(spread(round)) {
+			t.Errorf("p2c mean spread %.1f, round robin %d: want less", pickMean, spread(round))
 		}
 	})
 
@@ -256,6 +264,30 @@ func TestSessionPlacement(t *testing.T) {
 		}
 	})
 
+
+	t.Run("an application session belongs to its desktop", func(t *testing.T) {
+		desk, err := cls[0].StartSession(ctx, client.NewSession{Kind: "desk"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		app, err := cls[1].StartSession(ctx, client.NewSession{Kind: "app", Parent: desk.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if app.Parent != desk.ID || app.Placement == nil || app.Placement.Policy != "most-free-memory" || app.Node == ids[0] {
+			t.Fatalf("the application session: %+v (placement %+v): want parent %s, placed by most free memory, not on the node short of it",
+				app, app.Placement, desk.ID)
+		}
+		if _, err := cls[2].StartSession(ctx, client.NewSession{Kind: "app", Parent: "0123456789abcdef"}); err == nil || !strings.Contains(err.Error(), "no such session") {
+			t.Errorf("a parent that does not exist: %v", err)
+		}
+		if err := cls[2].KillSession(ctx, desk.ID); err != nil {
+			t.Fatal(err)
+		}
+		testcluster.WaitFor(t, 10*time.Second, "the application session to end with its desktop", func() bool {
+			return len(countByNode(t, cls[0], "app")) == 0
+		})
+	})
 }
 
 // countByNode counts the user's sessions of kind per node.

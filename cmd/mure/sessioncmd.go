@@ -24,7 +24,8 @@ func init() {
 const sessionHelp = `Persistent sessions: a login shell, a command or a web app that keeps
 running when its client goes, resumed from any node.
 
-  mure session new [--kind K] [--on NODE] [--json]   start one (prints its ID)
+  mure session new [--kind K] [--on NODE] [--parent ID] [--json]
+                                                     start one (prints its ID); --parent: it ends with that session
   mure session ls [--all] [--json]                   list yours (--all: everyone's, admins)
   mure session attach [--detach-key KEY] ID          attach this terminal (KEY detaches)
   mure session kill ID                               end it
@@ -34,6 +35,7 @@ Credentials as for every command: MURE_USER and MURE_PASSWORD, or a token.`
 func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cf := newFlagSet("session", "new|ls|attach|kill [ID]", sessionHelp, stderr)
 	kind := fs.String("kind", "", "the session's kind (default: shell)")
+	parent := fs.String("parent", "", "the session `ID` of yours this one belongs to (paper 004's application session): it ends with it")
 	on := fs.String("on", "", "start the session on this node `ID` (default: the node asked)")
 	all := fs.Bool("all", false, "ls: every user's sessions (admins)")
 	detach := fs.String("detach-key", "ctrl-]", "attach: the key that detaches (ctrl-LETTER, ctrl-], or none)")
@@ -51,7 +53,7 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		cols, rows := termSize()
-		s, err := c.StartSession(ctx, client.NewSession{Kind: *kind, Node: *on, Cols: cols, Rows: rows})
+		s, err := c.StartSession(ctx, client.NewSession{Kind: *kind, Node: *on, Parent: *parent, Cols: cols, Rows: rows})
 		if err != nil {
 			return err
 		}

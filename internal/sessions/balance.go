@@ -205,6 +205,10 @@ func (b *balancer) pending(now time.Time, recorded map[string]bool, figs map[str
 			delete(b.flights, key)
 			continue
 		}
+		if f.seen && !recorded[f.id] { // ended since: it takes nothing any more
+			delete(b.flights, key)
+			continue
+		}
 		f.seen = f.seen || !f.done.IsZero() && recorded[f.id]
 		inRecords := !f.seen
 		fg, ok := figs[f.node]

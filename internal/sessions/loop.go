@@ -105,6 +105,10 @@ func (m *Manager) checkLocal(ctx context.Context, l *local, byID map[string]Sess
 			m.killLocal(l.id, "it has no record in the cluster")
 		}
 		return
+	case rec.Parent != "" && !hasParent(byID, rec):
+		m.log.Info("ending a session whose parent ended", "session", l.id, "parent", rec.Parent)
+		m.killLocal(l.id, "its parent session "+rec.Parent+" ended")
+		return
 	case rec.Node != me:
 		m.log.Warn("ending a session that was restarted on another node", "session", l.id, "node", rec.Node)
 		m.killLocal(l.id, "it was restarted on node "+rec.Node)
@@ -115,6 +119,12 @@ func (m *Manager) checkLocal(ctx context.Context, l *local, byID map[string]Sess
 	}
 	l.missingSince = time.Time{}
 	m.cull(l, st)
+}
+
+// hasParent reports whether rec's parent session is still recorded.
+func hasParent(byID map[string]Session, rec Session) bool {
+	_, ok := byID[rec.Parent]
+	return ok
 }
 
 // cull ends a session idle for its kind's Idle, warning its clients first.

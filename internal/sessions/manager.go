@@ -199,9 +199,17 @@ func (m *Manager) apply(ctx context.Context, o meta.Op) error {
 	return res.Err
 }
 
+// Origin is where a new session comes from: why it was placed here, and
+// the session it was started from.
+type Origin struct {
+	Placement *Placement
+	// Parent is the user's session this one belongs to ("": none).
+	Parent string
+}
+
 // Start starts a new session of kind for user on this node, records it,
 // and returns its record.
-func (m *Manager) Start(ctx context.Context, user, kind string, size holder.Size, why *Placement) (Session, error) {
+func (m *Manager) Start(ctx context.Context, user, kind string, size holder.Size, o Origin) (Session, error) {
 	if user == "" {
 		return Session{}, ErrNoUser
 	}
@@ -212,7 +220,12 @@ func (m *Manager) Start(ctx context.Context, user, kind string, size holder.Size
 	if !ok {
 		return Session{}, fmt.Errorf("%w %q on node %s", ErrUnknownKind, kind, m.cl.NodeID())
 	}
-	s := Session{ID: newID(), User: user, Kind: k.Name, Node: m.cl.NodeID(), State: StateRunning, Created: time.Now().UTC().Truncate(time.Second), Placement: why}
+	s := Session{ID: newID(), User: user, Kind: k.Name, Node: m.cl.NodeID(), State: StateRunning, Created: time.Now().UTC().Truncate(time.Second), Placement: o.Placement, Parent: o.Parent}
+	if o.Parent != "" {
+		if p, ok := m.Record(o.Parent); !ok || p.User != user {
+			return Session{}, fmt.Errorf("%w: parent %s (yours are listed by mure session ls)", ErrNotFound, o.Parent)
+		}
+	}
 	if err := m.spawn(ctx, s, k, size); err != nil {
 		return Session{}, err
 	}

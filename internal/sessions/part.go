@@ -49,6 +49,10 @@ type Session struct {
 	// Placement is why the session went to Node (nil: asked of it by
 	// name, or started before placement was recorded).
 	Placement *Placement `json:"placement,omitempty"`
+	// Parent is the session this one was started from (paper 004's
+	// application session, started from a desktop session): it ends when
+	// its parent ends ("": none).
+	Parent string `json:"parent,omitempty"`
 }
 
 // Move is a change of a session's node or state.

@@ -44,6 +44,9 @@ type NewRequest struct {
 	// Node starts the session on that node (default: where the kind's
 	// place= policy says).
 	Node string `json:"node,omitempty"`
+	// Parent is the caller's session this one belongs to: it ends with
+	// it ("": none).
+	Parent string `json:"parent,omitempty"`
 	// Placement is why the decider chose Node (peer requests only: a
 	// client's is dropped).
 	Placement *sessions.Placement `json:"placement,omitempty"`
@@ -94,7 +97,10 @@ func (s *Service) startHere(w http.ResponseWriter, r *http.Request, user string,
 		writeErr(w, err)
 		return "", err
 	}
-	sess, err := s.m.Start(r.Context(), user, req.Kind, size, req.Placement)
+	if req.Parent != "" {
+		s.catchUp(r) // the parent may have been started through another node a moment ago
+	}
+	sess, err := s.m.Start(r.Context(), user, req.Kind, size, sessions.Origin{Placement: req.Placement, Parent: req.Parent})
 	if err != nil {
 		writeErr(w, err)
 		return "", err
