@@ -264,7 +264,6 @@ func TestSessionPlacement(t *testing.T) {
 		}
 	})
 
-
 	t.Run("an application session belongs to its desktop", func(t *testing.T) {
 		desk, err := cls[0].StartSession(ctx, client.NewSession{Kind: "desk"})
 		if err != nil {
