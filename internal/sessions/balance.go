@@ -11,27 +11,6 @@ import (
 	"github.com/mure-dev/mure/internal/dispatch"
 )
 
-// Placement policies, a kind's place= option (docs/sessions.md).
-const (
-	// PlaceAsked starts a session on the node asked (the default).
-	PlaceAsked = "asked"
-	// PlaceFewestSessions: the node with the fewest sessions (paper 004's
-	// desktop sessions).
-	PlaceFewestSessions = "fewest-sessions"
-	// PlaceMostFreeMemory: the node with the most free memory, page cache
-	// counted as free (paper 004's application sessions).
-	PlaceMostFreeMemory = "most-free-memory"
-	// PlaceLeastLoad: the node using the least of its CPU quota.
-	PlaceLeastLoad = "least-load"
-	// PlaceP2C: two live nodes at random, the one with fewer sessions.
-	PlaceP2C = "p2c"
-	// PlaceRoundRobin: the live nodes in turn (the baseline).
-	PlaceRoundRobin = "round-robin"
-)
-
-// PlacePolicies lists the policies a kind may name.
-var PlacePolicies = []string{PlaceAsked, PlaceFewestSessions, PlaceMostFreeMemory, PlaceLeastLoad, PlaceP2C, PlaceRoundRobin}
-
 // DefaultSessionMemory is the memory a session is assumed to take, until
 // its node's next figures show it, when its kind sets no memory limit.
 const DefaultSessionMemory = 64 << 20
@@ -124,76 +103,6 @@ func newBalancer(rnd *rand.Rand) *balancer {
 	return &balancer{policies: map[string]dispatch.Policy{}, flights: map[uint64]*flight{}, last: map[string]uint64{}, rnd: rnd}
 }
 
-// policy returns kind k's policy object (kept: round robin has a cursor).
-func (b *balancer) policy(k Kind) dispatch.Policy {
-	if p, ok := b.policies[k.Name]; ok {
-		return p
-	}
-	var p dispatch.Policy
-	switch k.Place {
-	case PlaceFewestSessions:
-		p = dispatch.LeastConnections{}
-	case PlaceMostFreeMemory:
-		mem := k.Limits.MemoryBytes
-		if mem == 0 {
-			mem = DefaultSessionMemory
-		}
-		p = dispatch.MostFreeMemory{ConnMemory: mem}
-	case PlaceLeastLoad:
-		p = leastLoad{}
-	case PlaceP2C:
-		p = dispatch.NewPowerOfTwo(b.rnd)
-	default:
-		p = &dispatch.RoundRobin{}
-	}
-	b.policies[k.Name] = p
-	return p
-}
-
-// DefaultSessionCPU is the share of a node's CPU a session placed by
-// least-load is assumed to add until its node's figures show it. The
-// front door's per-connection estimate (the node's CPU over its
-// connections) does not fit sessions: a node's sessions are mostly idle
-// shells, and a node without any would be assumed to take a burst for
-// free (herding).
-const DefaultSessionCPU = 0.1
-
-// leastLoad picks the node using the least of its CPU quota, each
-// placement in flight counted as DefaultSessionCPU; ties go to less CPU
-// pressure, then fewer sessions, then the least recently chosen.
-type leastLoad struct{}
-
-func (leastLoad) Name() string { return PlaceLeastLoad }
-
-func (leastLoad) Choose(_ dispatch.Conn, nodes []dispatch.NodeLoad) (string, bool) {
-	cpu := func(n dispatch.NodeLoad) float64 { return n.CPU + float64(n.Assigned)*DefaultSessionCPU }
-	found := -1
-	for i, n := range nodes {
-		if !n.Alive {
-			continue
-		}
-		if found < 0 {
-			found = i
-			continue
-		}
-		f := nodes[found]
-		if c := cmp.Or(cmp.Compare(cpu(n), cpu(f)), cmp.Compare(n.Load, f.Load), cmp.Compare(n.Connections, f.Connections),
-			cmp.Compare(n.LastChosen, f.LastChosen), cmp.Compare(n.ID, f.ID)); c < 0 {
-			found = i
-		}
-	}
-	if found < 0 {
-		return "", false
-	}
-	return nodes[found].ID, true
-}
-
-// byFigures reports whether policy compares gossiped figures (else it
-// compares session counts, which the records show).
-func byFigures(policy string) bool {
-	return policy == PlaceMostFreeMemory || policy == PlaceLeastLoad
-}
-
 // pending counts, per node, the placements in flight: those whose record
 // does not show yet, and those the node's figures do not cover yet. It
 // forgets placements that both show, and those older than flightTTL.
@@ -229,16 +138,54 @@ func (b *balancer) pending(now time.Time, recorded map[string]bool, figs map[str
 }
 
 // decide picks a node for a session of kind k for user among candidates
-// and counts it in flight.
-// asked picks among the live candidates that may take one more for
-// PlaceAsked (Config.Placer).
+// (recs: every record; figs: the nodes' figures; lim: the limits) and
+// counts it in flight. asked picks among the candidates that may take one
+// more for PlaceAsked (Config.Placer).
 func (b *balancer) decide(k Kind, user, me string, cands []string, recs []Session, figs map[string]Figures, lim Config,
 	asked func([]string) (string, error)) (Decision, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
-	recorded := make(map[string]bool, len(recs))
-	perNode, perUser := map[string]int{}, 0
+	recorded, perNode, perUser := count(recs, user)
+	pendRec, pendFig, pendUser := b.pending(now, recorded, figs)
+	if n := perUser + pendUser[user]; lim.MaxPerUser > 0 && n >= lim.MaxPerUser {
+		return Decision{}, fmt.Errorf("%w: user %s runs %d sessions, the most a user may run (--session-max-per-user %d); end one with mure session kill ID (mure session ls lists them)",
+			ErrUserLimit, user, n, lim.MaxPerUser)
+	}
+	policy := cmp.Or(k.Place, PlaceAsked)
+	pl := &Placement{Policy: policy, Decider: me}
+	var view []dispatch.NodeLoad
+	for _, n := range cands {
+		f := figs[n]
+		nf := NodeFigures{Node: n, Sessions: perNode[n], InFlight: pendRec[n], FreeMemory: f.FreeMemory, CPU: f.CPU, RunQueue: f.RunQueue}
+		if byFigures(policy) {
+			nf.InFlight = pendFig[n]
+		}
+		full := lim.MaxPerNode > 0 && perNode[n]+pendRec[n] >= lim.MaxPerNode
+		view = append(view, dispatch.NodeLoad{ID: n, Connections: perNode[n], Assigned: nf.InFlight, CPU: f.CPU, Load: f.RunQueue,
+			FreeMemory: f.FreeMemory, Alive: !full, At: f.At, LastChosen: b.last[n]})
+		pl.Nodes = append(pl.Nodes, nf)
+	}
+	node, ok, err := b.choose(k, policy, view, asked)
+	switch {
+	case err != nil:
+		return Decision{}, err
+	case !ok && len(cands) == 0:
+		return Decision{}, ErrNoNode
+	case !ok:
+		return Decision{}, fmt.Errorf("%w: every node that may take it runs its most sessions (--session-max-per-node %d); end some sessions, or add a node",
+			ErrFull, lim.MaxPerNode)
+	}
+	b.next++
+	b.last[node] = b.next
+	b.flights[b.next] = &flight{node: node, user: user, kind: k.Name, why: pl, begun: now}
+	return Decision{Node: node, Placement: pl, flight: b.next}, nil
+}
+
+// count returns the IDs recorded, the sessions per node and user's
+// sessions (lost ones count for no node and no user).
+func count(recs []Session, user string) (recorded map[string]bool, perNode map[string]int, perUser int) {
+	recorded, perNode = make(map[string]bool, len(recs)), map[string]int{}
 	for _, r := range recs {
 		recorded[r.ID] = true
 		if r.State == StateLost {
@@ -249,60 +196,26 @@ func (b *balancer) decide(k Kind, user, me string, cands []string, recs []Sessio
 			perUser++
 		}
 	}
-	pendRec, pendFig, pendUser := b.pending(now, recorded, figs)
-	if lim.MaxPerUser > 0 && perUser+pendUser[user] >= lim.MaxPerUser {
-		return Decision{}, fmt.Errorf("%w: user %s runs %d sessions, the most a user may run (--session-max-per-user %d); end one with mure session kill ID (mure session ls lists them)",
-			ErrUserLimit, user, perUser+pendUser[user], lim.MaxPerUser)
+	return recorded, perNode, perUser
+}
+
+// choose applies policy to the nodes that may take one more (Alive).
+func (b *balancer) choose(k Kind, policy string, view []dispatch.NodeLoad, asked func([]string) (string, error)) (string, bool, error) {
+	if policy != PlaceAsked {
+		node, ok := b.policy(k).Choose(dispatch.Conn{}, view)
+		return node, ok, nil
 	}
-	policy := k.Place
-	if policy == "" {
-		policy = PlaceAsked
+	var open []string
+	for _, n := range view {
+		if n.Alive {
+			open = append(open, n.ID)
+		}
 	}
-	pl := &Placement{Policy: policy, Decider: me}
-	var view []dispatch.NodeLoad
-	for _, n := range cands {
-		f := figs[n]
-		nf := NodeFigures{Node: n, Sessions: perNode[n], InFlight: pendRec[n], FreeMemory: f.FreeMemory, CPU: f.CPU, RunQueue: f.RunQueue}
-		nl := dispatch.NodeLoad{ID: n, Connections: perNode[n], Assigned: pendRec[n], CPU: f.CPU, Load: f.RunQueue,
-			FreeMemory: f.FreeMemory, Alive: true, At: f.At, LastChosen: b.last[n]}
-		if byFigures(policy) {
-			nf.InFlight, nl.Assigned = pendFig[n], pendFig[n]
-		}
-		if lim.MaxPerNode > 0 && perNode[n]+pendRec[n] >= lim.MaxPerNode {
-			nl.Alive = false
-		}
-		pl.Nodes = append(pl.Nodes, nf)
-		view = append(view, nl)
+	if len(open) == 0 {
+		return "", false, nil
 	}
-	node, ok := "", false
-	if policy == PlaceAsked {
-		var open []string
-		for _, n := range view {
-			if n.Alive {
-				open = append(open, n.ID)
-			}
-		}
-		if len(open) > 0 {
-			var err error
-			if node, err = asked(open); err != nil {
-				return Decision{}, err
-			}
-			ok = true
-		}
-	} else {
-		node, ok = b.policy(k).Choose(dispatch.Conn{}, view)
-	}
-	if !ok {
-		if len(cands) == 0 {
-			return Decision{}, ErrNoNode
-		}
-		return Decision{}, fmt.Errorf("%w: every node that may take it runs its most sessions (--session-max-per-node %d); end some sessions, or add a node",
-			ErrFull, lim.MaxPerNode)
-	}
-	b.next++
-	b.last[node] = b.next
-	b.flights[b.next] = &flight{node: node, user: user, kind: k.Name, why: pl, begun: now}
-	return Decision{Node: node, Placement: pl, flight: b.next}, nil
+	node, err := asked(open)
+	return node, err == nil, err
 }
 
 // placed records a placement's outcome: a session started (its ID; seen

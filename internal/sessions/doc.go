@@ -11,7 +11,10 @@
 //     (internal/sessions/holder) that owns the PTY and the screen, started
 //     as the session's own unprivileged Unix account, adopted again after
 //     the node restarts, culled when idle, and restarted on another node
-//     for kinds that say so.
+//     for kinds that say so;
+//   - where a new session goes (Manager.Decide): each kind's place=
+//     policy over the nodes' session counts and gossiped figures, decided
+//     on one node that counts the placements in flight (decision 0033).
 //
 // The HTTP and WebSocket faces are internal/sessions/sessionhttp. See
 // docs/sessions.md.
