@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The dashboard's answer time while its node is driven past its capacity
+# (issue 23), on the emulated-host testbed (root). One server host (0.2 core,
+# 100 Mbit/s, the node's data on tmpfs), the load generator on client host
+# c1 (an open loop at twice the node's sustainable rate of 1 KiB reads, at
+# most 4096 outstanding), and the dashboard's data — /ui/api/view (what the
+# page draws from) and /history (a peer's or a restarted page's backfill) —
+# asked from client host c2 every 200 ms during the overload. Prints the
+# sustainable rate, what the overloaded node admitted, and the probes' p50,
+# p99 and max; the target is p99 <= 200 ms.
+#   scripts/bench/ui-testbed.sh [DURATION]    (default 20s; about 2 minutes)
+# Testbed nodes run without authentication, so the probes need no session.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+dur=${1:-20s}
+secs=${dur%s}
+work=$(mktemp -d /var/tmp/mure-ui-testbed.XXXXXX)
+bin=$work/mure
+go build -o "$bin" ./cmd/mure
+cleanup() {
+  "$bin" testbed down >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+"$bin" testbed down >/dev/null 2>&1 || true
+"$bin" testbed up --servers 1 --clients 2 --server-cpu 0.2 --client-cpu 0.6 \
+  --server-link 100mbit --client-link 100mbit --disk tmpfs --data-size 2000 >"$work/up.log"
+node=10.77.0.11:7946
+tx() { "$bin" testbed exec "$@"; }
+bench() { # json flags...
+  local json=$1
+  shift
+  tx c1 -- "$bin" bench replicated-io --node $node --clients 64 --files 20 --sizes 1K \
+    --op read --timeout 10s --json "$json" "$@" >"$json.txt"
+}
+field() { jq -r ".groups[0].runs[0].$2 // 0" "$1"; }
+
+bench "$work/closed.json" --duration 10s --warmup 2s
+sust=$(field "$work/closed.json" ops_per_s)
+rate=$(awk -v s="$sust" 'BEGIN {printf "%d", 2 * s}')
+
+# the probes: curl from c2, one path after the other, every 200 ms, for the
+# overload's duration (bounded by count)
+n=$((secs * 5))
+tx c2 -- sh -c "for i in \$(seq $n); do
+  for p in /ui/api/view /history; do
+    curl -s -o /dev/null -w \"\$p %{http_code} %{time_total}\n\" --max-time 5 http://$node\$p || echo \"\$p 000 5\"
+  done
+  sleep 0.2
+done" >"$work/probes" &
+prober=$!
+bench "$work/open.json" --rate "$rate" --outstanding 4096 --duration "$dur"
+wait $prober
+
+quantile() { # Q: the Q-th percentile (ms) of the numbers on stdin
+  sort -n | awk -v q="$1" '{a[NR] = $1 * 1000} END {if (!NR) {print "-"; exit} i = int(NR * q / 100 + 0.999); if (i > NR) i = NR; printf "%.1f", a[i]}'
+}
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'reads: sustainable %.0f/s, offered %.0f/s, admitted %.0f/s, admitted p99 %.1f ms, 503s %s\n' \
+  "$sust" "$(field "$work/open.json" rate)" "$(field "$work/open.json" ops_per_s)" \
+  "$(field "$work/open.json" latency.p99_ms)" "$(field "$work/open.json" 'error_kinds.http_503')"
+for p in /ui/api/view /history; do
+  ok=$(awk -v p="$p" '$1 == p && $2 == 200' "$work/probes" | wc -l)
+  all=$(awk -v p="$p" '$1 == p' "$work/probes" | wc -l)
+  printf '%-14s %d/%d answered 200   p50 %s ms   p99 %s ms   max %s ms\n' "$p" "$ok" "$all" \
+    "$(awk -v p="$p" '$1 == p {print $3}' "$work/probes" | quantile 50)" \
+    "$(awk -v p="$p" '$1 == p {print $3}' "$work/probes" | quantile 99)" \
+    "$(awk -v p="$p" '$1 == p {print $3}' "$work/probes" | quantile 100)"
+done
