@@ -18,6 +18,7 @@ import (
 
 	"github.com/mure-dev/mure/client"
 	"github.com/mure-dev/mure/internal/cache/proxy"
+	"github.com/mure-dev/mure/internal/history"
 	"github.com/mure-dev/mure/internal/node"
 	"github.com/mure-dev/mure/internal/testcluster"
 )
@@ -61,7 +62,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	proxyAddr := testcluster.FreeAddr(t)
 	c := testcluster.Start(t, 3, testcluster.Options{Setup: func(i int, cfg *node.Config) {
 		if i == 1 {
-			cfg.Proxy = &proxy.Config{Addr: proxyAddr, Origins: []proxy.Origin{{URL: ou}}}
+			cfg.Proxy = &proxy.Config{Addr: proxyAddr, Origins: []proxy.Origin{{URL: ou}}, Probe: proxy.Probe{URL: "/probe"}}
 		}
 	}})
 	for range 2 { // a miss, then a hit
@@ -122,9 +123,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	// Node 1 runs the caching proxy: its panel shows, with node 1's hit.
 	testcluster.WaitFor(t, 10*time.Second, "the cache panel to show node 1's hit", func() bool {
-		return eval(`String(document.getElementById('cache').hidden)`) == "false" && count(`#cache-charts .chart canvas`) == 4 &&
+		return eval(`String(document.getElementById('cache').hidden)`) == "false" && count(`#cache-charts .chart canvas`) == 5 &&
 			eval(`document.getElementById('chart-cache_requests').dataset.nodes`) == c.ID(1) &&
 			strings.Contains(eval(`document.getElementById('cache-now').textContent`), c.ID(1))
+	})
+	// Paper 003's graph 2: the probe's two latencies, in node 1's history.
+	testcluster.WaitFor(t, 10*time.Second, "node 1's probe latencies in the history", func() bool {
+		d, _ := getHistory(t, c, 0, "?node="+c.ID(1))
+		for _, p := range d.Nodes[c.ID(1)].Fine {
+			if p.Known(history.ProbeCache) && p.Known(history.ProbeOrigin) && p.V[history.ProbeCache] > 0 {
+				return true
+			}
+		}
+		return false
 	})
 	// The sessions panel draws its chart; the viewer has no session.
 	if count(`#session-charts .chart canvas`) != 1 || eval(`String(document.getElementById('sessions-none').hidden)`) != "false" {

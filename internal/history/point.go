@@ -51,6 +51,8 @@ const (
 	CacheOrigin            // bytes/s of bodies sent as the origin sent them
 	CacheFetches           // requests sent to origins, per second
 	CacheHitRatio          // of the second's requests, the share answered from the cache (hit, stale, collapsed)
+	ProbeCache             // the relay-latency probe's latest fetch through the proxy, ms
+	ProbeOrigin            // and straight from the origin, ms
 	SessionsRunning        // persistent sessions running on the node
 	SessionsLost           // its sessions marked lost (its holder gone)
 	NumFields
@@ -89,6 +91,8 @@ var Fields = [NumFields]Field{
 	CacheOrigin:     {Name: "cache_origin_bps", Unit: "bytes/s", Counter: true},
 	CacheFetches:    {Name: "cache_fetches_ps", Unit: "1/s", Counter: true},
 	CacheHitRatio:   {Name: "cache_hit_ratio", Unit: "fraction"},
+	ProbeCache:      {Name: "probe_cache_ms", Unit: "ms", Max: true},
+	ProbeOrigin:     {Name: "probe_origin_ms", Unit: "ms", Max: true},
 	SessionsRunning: {Name: "sessions_running", Unit: "count", Max: true},
 	SessionsLost:    {Name: "sessions_lost", Unit: "count", Max: true},
 }
@@ -104,7 +108,7 @@ func FieldIndex(name string) (int, bool) {
 }
 
 // Point is a node's figures at one time. Values are float32 to keep the
-// ring small (a point is 144 bytes: 33 figures and the time, padded); NaN is "not known" (null on the wire).
+// ring small (a point is 152 bytes: 35 figures and the time, padded); NaN is "not known" (null on the wire).
 type Point struct {
 	// T is the time in Unix seconds (the sampling node's clock).
 	T int64

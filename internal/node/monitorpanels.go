@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"math"
+	"time"
 
 	"github.com/mure-dev/mure/internal/auth"
 	"github.com/mure-dev/mure/internal/cache/proxy"
@@ -10,6 +11,10 @@ import (
 	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/sessions"
 )
+
+// probeFresh is how long the relay-latency probe's latest result stands
+// for the seconds after it (the probe runs every 5 s by default).
+const probeFresh = 11 * time.Second
 
 // readCache adds the caching proxy's figures to r: its running totals
 // (requests by result, bytes by source, origin fetches) and the share of
@@ -32,6 +37,14 @@ func (m *monitorReader) readCache(r *history.Reading) {
 	r.V[history.CacheDisk] = float64(c.CacheDisk)
 	r.V[history.CacheOrigin] = float64(c.Bytes["origin"])
 	r.V[history.CacheFetches] = float64(c.OriginFetches)
+	if p := st.Probe; p != nil && time.Since(p.At) < probeFresh {
+		if p.CacheError == "" {
+			r.V[history.ProbeCache] = p.CacheSecs * 1000
+		}
+		if p.OriginError == "" {
+			r.V[history.ProbeOrigin] = p.OriginSecs * 1000
+		}
+	}
 
 	var all int64
 	for _, n := range c.Requests {

@@ -28,6 +28,7 @@ const CACHE_CHARTS = [
   { id: 'cache_ratio', title: 'cache hit ratio, % of requests', fields: ['cache_hit_ratio'], scale: 100 },
   { id: 'cache_bytes', title: 'cache bytes per s from memory, disk, origin', fields: ['cache_memory_bps', 'cache_disk_bps', 'cache_origin_bps'], bytes: true },
   { id: 'cache_fetches', title: 'origin fetches per s', fields: ['cache_fetches_ps'] },
+  { id: 'cache_probe', title: 'probe: one object through the cache, from the origin, ms', fields: ['probe_cache_ms', 'probe_origin_ms'] },
 ];
 const SESSION_CHARTS = [
   { id: 'sessions', title: 'sessions running, lost', fields: ['sessions_running', 'sessions_lost'] },
