@@ -98,7 +98,7 @@ func (s *Service) startHere(w http.ResponseWriter, r *http.Request, user string,
 		return "", err
 	}
 	if req.Parent != "" {
-		s.catchUp(r) // the parent may have been started through another node a moment ago
+		s.catchUp(r.Context()) // the parent may have been started through another node a moment ago
 	}
 	sess, err := s.m.Start(r.Context(), user, req.Kind, size, sessions.Origin{Placement: req.Placement, Parent: req.Parent})
 	if err != nil {
@@ -127,8 +127,8 @@ func parseSize(cols, rows uint16) (holder.Size, error) {
 // state answers.
 const catchUpWait = time.Second
 
-func (s *Service) catchUp(r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), catchUpWait)
+func (s *Service) catchUp(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
 	defer cancel()
 	_ = s.cl.CatchUp(ctx)
 }
@@ -138,19 +138,20 @@ func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.catchUp(r)
 	api.JSON(w, http.StatusOK, s.List(r.Context(), user, admin && r.URL.Query().Get("all") != ""))
 }
 
 // List returns the sessions of user (all sessions, when all is set: an
-// admin's view), with their figures from the nodes running them. A View
-// holds no secret (no ticket, no web app's secret): the dashboard lists
-// sessions with it.
+// admin's view), with their figures from the nodes running them, once
+// this node has applied what the leader has (a session started through
+// another node a moment ago is listed). A View holds no secret (no
+// ticket, no web app's secret): the dashboard lists sessions with it.
 func (s *Service) List(ctx context.Context, user string, all bool) []View {
 	out := []View{}
 	if s.m == nil {
 		return out
 	}
+	s.catchUp(ctx)
 	var mine []sessions.Session
 	for _, sess := range s.m.Records() {
 		if sess.User == user || all {
@@ -172,7 +173,7 @@ func (s *Service) own(w http.ResponseWriter, r *http.Request, adminToo bool) (se
 	}
 	sess, found := s.m.Record(r.PathValue("id"))
 	if !found {
-		s.catchUp(r)
+		s.catchUp(r.Context())
 		sess, found = s.m.Record(r.PathValue("id"))
 	}
 	if !found || sess.User != user && !(adminToo && admin) {
