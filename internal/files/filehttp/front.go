@@ -380,12 +380,21 @@ var frontBufs = sync.Pool{New: func() any { b := make([]byte, 0, 65<<10); return
 // appendHead appends the status line and headers of a whole-file answer,
 // the same as the main handler's (serve).
 func (f *Front) appendHead(b []byte, info files.Info, size int64, closing bool) []byte {
+	if hasAttrs(&info) {
+		return f.appendAttrHead(b, info, size, closing)
+	}
 	b = append(b, "HTTP/1.1 200 OK\r\nAccept-Ranges: bytes\r\nContent-Length: "...)
 	b = strconv.AppendInt(b, size, 10)
 	b = append(b, "\r\nContent-Type: application/octet-stream\r\nDate: "...)
 	b = appendDate(b)
 	b = append(b, "\r\nEtag: "...)
 	b = append(b, info.ETag...)
+	return f.appendTail(b, info, closing)
+}
+
+// appendTail appends the headers after the ETag, the same for every
+// answer.
+func (f *Front) appendTail(b []byte, info files.Info, closing bool) []byte {
 	b = append(b, "\r\nLast-Modified: "...)
 	b = info.Modified.UTC().AppendFormat(b, http.TimeFormat)
 	b = append(b, "\r\nX-Mure-Node: "...)

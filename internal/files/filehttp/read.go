@@ -63,8 +63,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rd *files.Reader
 	hd["Etag"] = []string{info.ETag}
 	hd["X-Mure-Version"] = []string{strconv.FormatUint(info.Version, 10)}
 	hd["X-Mure-Sha256"] = []string{info.SHA256}
-	hd["Content-Type"] = []string{"application/octet-stream"}
 	hd["Accept-Ranges"] = []string{"bytes"}
+	if hasAttrs(&info) {
+		setAttrHeaders(hd, &info, r, rd.Length())
+	} else {
+		hd["Content-Type"] = []string{defaultType}
+	}
 	if rd.Forwarded() {
 		hd["X-Mure-Forwarded-From"] = []string{rd.Node()}
 	}

@@ -64,9 +64,15 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request) {
 		h.copy(w, r, wr, src[0])
 		return
 	}
+	ct, ok := putType(r)
+	if !ok {
+		api.Error(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf("Content-Type %q is not a media type (e.g. text/plain; charset=utf-8); send none to keep none", r.Header.Get("Content-Type")))
+		return
+	}
 	body := &limitedBody{r: http.MaxBytesReader(w, r.Body, h.svc.MaxBody())}
 	info, err := h.svc.Put(r.Context(), wr.path, body, files.PutOptions{
 		Forwarding: files.Forwarding{Forward: wr.forward}, Size: r.ContentLength, Cond: wr.cond, IdempotencyKey: wr.idem,
+		Attrs: files.Attrs{ContentType: ct},
 	})
 	if err != nil {
 		h.fail(w, r, wr.hop, err)

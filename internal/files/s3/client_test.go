@@ -28,8 +28,17 @@ import (
 // makes the user alice (rw:photos/, ro:shared/) with an access key.
 func s3Cluster(t testing.TB, n int) (*testcluster.Cluster, client.AccessKey) {
 	t.Helper()
+	return s3ClusterWith(t, n, nil)
+}
+
+// s3ClusterWith is s3Cluster with more configuration by setup.
+func s3ClusterWith(t testing.TB, n int, setup func(cfg *node.Config)) (*testcluster.Cluster, client.AccessKey) {
+	t.Helper()
 	c := testcluster.Start(t, n, testcluster.Options{Setup: func(i int, cfg *node.Config) {
 		cfg.S3Addr = testcluster.FreeAddr(t)
+		if setup != nil {
+			setup(cfg)
+		}
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
