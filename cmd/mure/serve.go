@@ -37,6 +37,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.AdvertiseHTTP, "advertise-http", "", "client API address given to clients in redirects (default: --http)")
 	fs.StringVar(&cfg.PeerAddr, "peer", node.DefaultPeerAddr, "node-to-node listen address (gossip, raft and replication, TCP and UDP)")
 	fs.StringVar(&cfg.Advertise, "advertise", "", "peer address other nodes dial, when --peer's is not reachable (IP:port)")
+	fs.StringVar(&cfg.Zone, "zone", "", "label of the place this node runs in (rack, room, site): reads prefer a copy in their own zone (letters, digits, '-', '_', '.'; default: none)")
 	fs.StringVar(&join, "join", "", "comma-separated peer addresses of members to join (first start only)")
 	fs.StringVar(&keyFile, "key-file", "", "file holding the cluster key (a founding node's DATA/cluster.key); or set MURE_KEY")
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 256, "client requests executed at once; more wait")

@@ -239,7 +239,7 @@ func (c *Cluster) ClusterID() string {
 func (c *Cluster) PeerClient() *http.Client { return c.peers }
 
 func (c *Cluster) localMeta() nodeMeta {
-	return nodeMeta{Cluster: c.ClusterID(), HTTP: c.cfg.HTTPAddr, Load: c.localLoad(), Supports: c.supports}
+	return nodeMeta{Cluster: c.ClusterID(), HTTP: c.cfg.HTTPAddr, Load: c.localLoad(), Supports: c.supports, Zone: c.cfg.Zone}
 }
 
 func (c *Cluster) kick() {

@@ -49,7 +49,8 @@ func openSeatsWith(t *testing.T, barrier func(context.Context, *meta.Result) err
 			t.Fatal(err)
 		}
 		cfg := Config{NodeID: fmt.Sprint("n", i+1), Dir: t.TempDir(), HTTPAddr: "127.0.0.1:1", Mux: mux, Key: key,
-			Timing: FastTiming(), Parts: p, Load: func() Load { return Load{Connections: i} }, Barrier: barrier}
+			Timing: FastTiming(), Parts: p, Load: func() Load { return Load{Connections: i} }, Barrier: barrier,
+			Zone: fmt.Sprint("z", i%2)}
 		if i == 0 {
 			cfg.ClusterID, cfg.Bootstrap = "test-cluster", true
 		} else {
@@ -120,6 +121,21 @@ func TestClusterApplyAndLeaderChange(t *testing.T) {
 	lead := leaderOf(t, seats)
 	if lead < 0 {
 		t.Fatal("no leader")
+	}
+	// Every seat learns every other's zone from gossip (n1 and n3 in z0,
+	// n2 in z1), in Members and in Locality.
+	for _, s := range seats {
+		waitFor(t, s.c.NodeID()+" sees every zone", func() bool {
+			for i, m := range s.c.Members() {
+				if want := fmt.Sprint("z", i%2); m.Zone != want {
+					return false
+				}
+				if z, _ := s.c.Locality(m.ID); z != fmt.Sprint("z", i%2) {
+					return false
+				}
+			}
+			return true
+		})
 	}
 	follower := seats[(lead+1)%3]
 	set := func(s *seat, v string) {

@@ -28,6 +28,10 @@ type Config struct {
 	// HTTPAddr is the advertised client API address, gossiped to others so
 	// that they can redirect clients here.
 	HTTPAddr string
+	// Zone is the label of the place this node runs in (a rack, a room, a
+	// data centre; "" for none), gossiped with its address: reads prefer
+	// a replica in their own zone (docs/decisions/0036). See ValidZone.
+	Zone string
 	// Mux carries gossip, raft and the peer HTTP API on one port.
 	Mux *transport.Mux
 	// Key is the cluster key; gossip is encrypted with a key derived from it.

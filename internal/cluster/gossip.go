@@ -23,6 +23,8 @@ type nodeMeta struct {
 	Cluster string `json:"c"`
 	HTTP    string `json:"h"`
 	Load    *Load  `json:"l,omitempty"`
+	// Zone is the node's --zone label (absent: none, or an older binary).
+	Zone string `json:"z,omitempty"`
 	// Supports lists the namespaces and versions the node's state machine
 	// applies (meta.Supports' string form; absent from older binaries).
 	Supports string `json:"s,omitempty"`

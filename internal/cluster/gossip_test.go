@@ -50,6 +50,7 @@ func TestNodeMetaFits(t *testing.T) {
 		// The longest numeric address: an IPv4-mapped IPv6 one, bracketed.
 		HTTP:     "[ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255]:65535",
 		Load:     &l,
+		Zone:     strings.Repeat("z", MaxZoneLen),
 		Supports: meta.Supports{meta.NSCore: 999}.String() + "," + strings.Join(ns, ","),
 	}
 	b, err := json.Marshal(m)

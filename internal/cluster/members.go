@@ -29,6 +29,8 @@ type Member struct {
 	// Supports is the namespaces and versions the member's state machine
 	// applies, as it gossips them ("": an older binary, or not heard yet).
 	Supports string `json:"supports,omitempty"`
+	// Zone is the member's --zone label as it gossips it ("": none).
+	Zone string `json:"zone,omitempty"`
 }
 
 // Members returns every node known to the catalogue or to gossip.
@@ -48,12 +50,14 @@ func (c *Cluster) Members() []Member {
 		m.Gossip = p.state
 		m.Load = p.meta.Load
 		m.Supports = p.meta.Supports
+		m.Zone = p.meta.Zone
 	}
 	if m := byID[c.cfg.NodeID]; m != nil {
 		if l := c.localLoad(); l != nil {
 			m.Load = l
 		}
 		m.Supports = c.supports
+		m.Zone = c.cfg.Zone
 	}
 	if f := c.raft.GetConfiguration(); f.Error() == nil {
 		for _, s := range f.Configuration().Servers {

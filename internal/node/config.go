@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -57,6 +58,10 @@ type Config struct {
 	// PeerAddr is the one port for node-to-node traffic; Advertise is the
 	// address other nodes dial (default: PeerAddr).
 	PeerAddr, Advertise string
+	// Zone labels the place this node runs in (--zone; "" for none):
+	// gossiped to the others, shown in status, and read replicas are
+	// chosen in the reader's own zone first (cluster.ValidZone).
+	Zone string
 	// Join lists peer addresses of members; used only when DataDir holds
 	// no cluster yet.
 	Join []string
@@ -163,6 +168,9 @@ type AuthConfig struct {
 func (c *Config) validate() error {
 	if c.DataDir == "" {
 		return errors.New("a data directory is required (--data DIR)")
+	}
+	if err := cluster.ValidZone(c.Zone); err != nil {
+		return fmt.Errorf("--zone: %w", err)
 	}
 	if c.HTTPAddr == "" {
 		c.HTTPAddr = DefaultHTTPAddr

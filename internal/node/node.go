@@ -158,7 +158,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	sampler := &loadSampler{r: n.load, conns: n.openConns, sim: cfg.DebugHostFigures, id: id.NodeID, dataDir: cfg.DataDir}
 	n.cl, err = cluster.Open(ctx, cluster.Config{
 		NodeID: id.NodeID, ClusterID: id.ClusterID, Dir: cfg.DataDir, LogFS: cfg.LogFS, NoSync: cfg.NoSync, HTTPAddr: n.advertiseHTTP(),
-		Mux: n.mux, Key: key, Join: cfg.Join, Bootstrap: founding, Timing: cfg.Timing, Load: sampler.take,
+		Zone: cfg.Zone, Mux: n.mux, Key: key, Join: cfg.Join, Bootstrap: founding, Timing: cfg.Timing, Load: sampler.take,
 		Logger: n.log.With("part", "cluster"), Barrier: n.files.barrier, Parts: Parts(),
 	})
 	if err != nil {
