@@ -134,4 +134,7 @@ type Status struct {
 	State     string   `json:"state"`
 	Targets   []string `json:"targets"`
 	LocalCopy bool     `json:"local_copy_valid"`
+	// ReadOrder is the nodes with a valid copy in the order this node
+	// would read from them, each with why (docs/decisions/0036).
+	ReadOrder []ReadChoice `json:"read_order"`
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/store"
 )
@@ -118,6 +119,10 @@ func (s *fakeSeat) FSM() *meta.FSM       { return s.c.fsms[s.id] }
 func (s *fakeSeat) IsLeader() bool       { return s.id == s.c.ids[0] }
 func (s *fakeSeat) LeaseInfo() string    { return "fake" }
 func (s *fakeSeat) Alive(id string) bool { return !s.c.dead[id] }
+func (s *fakeSeat) Zone() string         { return "" }
+func (s *fakeSeat) Locality(string) (string, *cluster.Load) {
+	return "", nil
+}
 func (s *fakeSeat) HasReadLease() bool {
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()

@@ -52,7 +52,7 @@ func (s *Service) FileStatus(path string) (Status, error) {
 	if f == nil {
 		return Status{}, kindErr(ErrNotFound, nil, "no file at %s (never written)", path)
 	}
-	st := Status{File: f, ETag: f.ETag(), State: "replicated", LocalCopy: f.IsValidOn(s.self)}
+	st := Status{File: f, ETag: f.ETag(), State: "replicated", LocalCopy: f.IsValidOn(s.self), ReadOrder: s.ReadOrder(f)}
 	switch {
 	case f.Deleted:
 		st.State = "deleted"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/mure-dev/mure/internal/meta"
 )
@@ -122,36 +121,19 @@ func (s *Service) heldElsewhere(path, target string) error {
 	return &HeldElsewhereError{Path: path, Node: target, Addr: addr}
 }
 
-var pickCounter atomic.Uint64
-
-// pickReplica chooses a node to send a read to: the write-right holder
-// when it has a valid copy, else the valid replicas in turn, preferring the
-// ones gossip sees alive.
+// pickReplica chooses a node to send a read to: the first other node of
+// readOrder (nearest, then least loaded; see docs/decisions/0036).
 func (s *Service) pickReplica(f *meta.File) string { return s.pickReplicaExcept(f, "") }
 
 // pickReplicaExcept is pickReplica avoiding node not (a node that just
 // failed to answer).
 func (s *Service) pickReplicaExcept(f *meta.File, not string) string {
-	if f.Holder != "" && f.Holder != s.self && f.Holder != not && f.IsValidOn(f.Holder) && s.cl.Alive(f.Holder) {
-		return f.Holder
-	}
-	var alive, any []string
-	for _, id := range f.Valid {
-		if id == s.self || id == not {
-			continue
-		}
-		any = append(any, id)
-		if s.cl.Alive(id) {
-			alive = append(alive, id)
+	for _, h := range readOrder(s.cl.Zone(), s.holders(f)) {
+		if h.id != s.self && h.id != not {
+			return h.id
 		}
 	}
-	if len(alive) == 0 {
-		alive = any
-	}
-	if len(alive) == 0 {
-		return ""
-	}
-	return alive[pickCounter.Add(1)%uint64(len(alive))]
+	return ""
 }
 
 // readJudgment is what a node knows when it judges a read of one path:

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/store"
 )
@@ -24,6 +25,10 @@ type Cluster interface {
 	WaitInvalidationReady(ctx context.Context) error
 	LeasedExcept(keep []string) []string
 	Alive(id string) bool
+	// Zone is this node's zone label; Locality is node id's zone and
+	// latest load figures as gossip last told them (nil: none yet).
+	Zone() string
+	Locality(id string) (zone string, load *cluster.Load)
 	CatchUp(ctx context.Context) error
 }
 

@@ -1,0 +1,84 @@
+package files
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/mure-dev/mure/internal/cluster"
+)
+
+func TestReadOrder(t *testing.T) {
+	ld := func(cpu float64, conns int) *cluster.Load { return &cluster.Load{CPU: cpu, Connections: conns} }
+	for _, tc := range []struct {
+		name    string
+		zone    string
+		holders []holder
+		want    []string
+	}{
+		{"local copy first, even loaded and in another zone", "a",
+			[]holder{{id: "n1", zone: "a", alive: true, load: ld(0, 0)}, {id: "n9", zone: "b", local: true, alive: true, load: ld(0.99, 50)}},
+			[]string{"n9", "n1"}},
+		{"same zone before a less loaded holder elsewhere", "a",
+			[]holder{{id: "n1", zone: "b", alive: true, load: ld(0.01, 0)}, {id: "n2", zone: "a", alive: true, load: ld(0.9, 40)}},
+			[]string{"n2", "n1"}},
+		{"least CPU among the same zone", "a",
+			[]holder{{id: "n1", zone: "a", alive: true, load: ld(0.5, 0)}, {id: "n2", zone: "a", alive: true, load: ld(0.2, 9)}, {id: "n3", zone: "b", alive: true, load: ld(0, 0)}},
+			[]string{"n2", "n1", "n3"}},
+		{"no zone on the reader: by load", "",
+			[]holder{{id: "n1", zone: "a", alive: true, load: ld(0.7, 0)}, {id: "n2", zone: "", alive: true, load: ld(0.3, 0)}},
+			[]string{"n2", "n1"}},
+		{"holders without a zone never match a reader without one", "",
+			[]holder{{id: "n2", alive: true, load: ld(0.6, 0)}, {id: "n1", alive: true, load: ld(0.4, 0)}},
+			[]string{"n1", "n2"}},
+		{"CPU within a percent: fewer connections win", "",
+			[]holder{{id: "n1", alive: true, load: ld(0.301, 7)}, {id: "n2", alive: true, load: ld(0.298, 3)}},
+			[]string{"n2", "n1"}},
+		{"figures before no figures", "",
+			[]holder{{id: "n1", alive: true}, {id: "n2", alive: true, load: ld(0.95, 100)}},
+			[]string{"n2", "n1"}},
+		{"no figures at all: stable by ID", "a",
+			[]holder{{id: "n3", alive: true}, {id: "n1", alive: true}, {id: "n2", alive: true}},
+			[]string{"n1", "n2", "n3"}},
+		{"not seen alive last, even in the same zone and idle", "a",
+			[]holder{{id: "n1", zone: "a", load: ld(0, 0)}, {id: "n2", zone: "b", alive: true, load: ld(0.9, 9)}},
+			[]string{"n2", "n1"}},
+		{"several not alive: by ID", "a",
+			[]holder{{id: "n5", zone: "a"}, {id: "n4", zone: "b", load: ld(0, 0)}},
+			[]string{"n4", "n5"}},
+		{"none", "a", nil, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := slices.Clone(tc.holders)
+			got := []string{}
+			for _, h := range readOrder(tc.zone, tc.holders) {
+				got = append(got, h.id)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("readOrder = %v, want %v", got, tc.want)
+			}
+			if !slices.EqualFunc(in, tc.holders, func(a, b holder) bool { return a.id == b.id }) {
+				t.Fatal("readOrder reordered its argument")
+			}
+		})
+	}
+}
+
+func TestReadChoiceReason(t *testing.T) {
+	for _, tc := range []struct {
+		zone string
+		h    holder
+		want string
+	}{
+		{"a", holder{local: true, alive: true}, "local copy"},
+		{"a", holder{zone: "a"}, "not seen alive"},
+		{"a", holder{zone: "a", alive: true, load: &cluster.Load{CPU: 0.12, Connections: 3}}, "same zone a, cpu 12% conns 3"},
+		{"a", holder{zone: "b", alive: true}, "other zone, no load figures yet"},
+		{"", holder{zone: "b", alive: true, load: &cluster.Load{}}, "no zone to match, cpu 0% conns 0"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			if got := tc.h.reason(tc.zone); got != tc.want {
+				t.Fatalf("reason = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
