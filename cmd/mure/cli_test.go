@@ -45,13 +45,13 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(f.cfg)
 	case r.URL.Path == "/status":
 		io.WriteString(w, `{"node":{"id":"n1","addr":"x"},"cluster_id":"c1","leader":"n1",`+
-			`"members":[{"id":"n1","state":"active","gossip":"alive","raft":"voter","http":"h1:1","leader":true},{"id":"n2","state":"active","gossip":"dead","raft":"voter"}],`+
+			`"members":[{"id":"n1","state":"active","gossip":"alive","raft":"voter","http":"h1:1","leader":true,"zone":"rack-a"},{"id":"n2","state":"active","gossip":"dead","raft":"voter"}],`+
 			`"files":{"live":2},"config":{"replicas":"3"},"service_names":["files","api"],"services":{"api":{"connections":4,"refused":1}},`+
 			`"dispatch":{"holder":"n1","how":"raft-leader","front":{"active":true,"addr":"10.0.0.1:80","mode":"redirect","policy":"round-robin","since":"2026-01-02T03:04:05Z",`+
 			`"decisions":{"round-robin":7},"nodes":[{"id":"n1","addr":"h1:1","alive":true,"connections":3,"assigned":2,"cpu":0.5,"load":0.1,"free_memory_bytes":1024}],`+
 			`"open_connections":1,"accepted":7,"takeovers":1}}}`)
 	case strings.HasPrefix(r.URL.Path, "/status/files/"):
-		io.WriteString(w, `{"state":"ok","replicas":["n1"]}`)
+		io.WriteString(w, `{"state":"ok","replicas":["n1"],"read_order":[{"node":"n2","zone":"z","reason":"same zone z, cpu 5% conns 1"},{"node":"n1","reason":"not seen alive"}]}`)
 	default:
 		w.WriteHeader(404)
 		io.WriteString(w, `{"error":"no route","code":"not_found"}`)
@@ -242,12 +242,13 @@ func TestOtherCommands(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"stat", runStat, []string{"f"}, []string{"size:      3", "etag:      e3", `"state": "ok"`}},
+		{"stat", runStat, []string{"f"}, []string{"size:      3", "etag:      e3", `"state": "ok"`,
+			"read order (from the node asked):\n  1  n2  z  same zone z, cpu 5% conns 1\n  2  n1  -  not seen alive\n"}},
 		{"status", runStatus, nil, []string{"leader:      n1", "n2  active  dead", "live=2", "replicas=3", "services:    files, api",
 			"client API: 4 connections open, 1 refused", "dispatcher: n1 (raft-leader)",
 			"front door: 10.0.0.1:80  mode=redirect policy=round-robin  open here since 2026-01-02T03:04:05Z", "decisions: round-robin=7", "n1    true   3      2         50%"}},
 		{"status-json", runStatus, []string{"--json"}, []string{`"cluster_id": "c1"`}},
-		{"node-list", runNode, []string{"list"}, []string{"n1  active  alive   voter (leader)  h1:1"}},
+		{"node-list", runNode, []string{"list"}, []string{"n1  active  alive   voter (leader)  h1:1  rack-a"}},
 		{"config", runConfig, nil, []string{"replicas=3\n"}},
 		{"config-set", runConfig, []string{"set", "replicas", "5"}, []string{"replicas=5\n"}},
 		{"config-get", runConfig, []string{"get", "replicas"}, []string{"5\n"}},

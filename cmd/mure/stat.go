@@ -7,6 +7,8 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mure-dev/mure/internal/files"
 )
 
 func init() { register("stat", "show a file's metadata and replicas", runStat) }
@@ -50,8 +52,29 @@ func runStat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if replicas != nil {
+		if err := printReadOrder(stdout, replicas); err != nil {
+			return err
+		}
 		fmt.Fprintln(stdout, "replicas:")
 		return indentJSON(stdout, replicas)
 	}
 	return nil
+}
+
+// printReadOrder prints the order in which the node asked would read the
+// file's valid copies, and why (files.Status.ReadOrder; absent from older
+// nodes' answers, and then not printed).
+func printReadOrder(w io.Writer, replicas json.RawMessage) error {
+	var st struct {
+		ReadOrder []files.ReadChoice `json:"read_order"`
+	}
+	if json.Unmarshal(replicas, &st) != nil || st.ReadOrder == nil {
+		return nil
+	}
+	fmt.Fprintln(w, "read order (from the node asked):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for i, c := range st.ReadOrder {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", i+1, c.Node, or(c.Zone, "-"), c.Reason)
+	}
+	return tw.Flush()
 }

@@ -141,10 +141,10 @@ func printFrontNodes(w io.Writer, f *frontdoor.Status) error {
 }
 
 // printMembers prints one line per member: its catalogue state, gossip
-// view, raft role, address, load figures and supported namespaces.
+// view, raft role, address, zone, load figures and supported namespaces.
 func printMembers(w io.Writer, members []cluster.Member) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  ID\tSTATE\tGOSSIP\tRAFT\tZONE\tHTTP\tCONNS\tCPU\tFREE MEM\tNAMESPACES")
+	fmt.Fprintln(tw, "  ID\tSTATE\tGOSSIP\tRAFT\tHTTP\tZONE\tCONNS\tCPU\tFREE MEM\tNAMESPACES")
 	for _, m := range members {
 		role := or(m.Suffrage, "-")
 		if m.Leader {
@@ -154,7 +154,7 @@ func printMembers(w io.Writer, members []cluster.Member) error {
 		if l := m.Load; l != nil {
 			conns, cpu, free = fmt.Sprint(l.Connections), fmt.Sprintf("%.0f%%", 100*l.CPU), human(l.FreeMemory)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, or(string(m.State), "-"), or(string(m.Gossip), "-"), role, or(m.Zone, "-"), or(m.HTTPAddr, "-"),
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, or(string(m.State), "-"), or(string(m.Gossip), "-"), role, or(m.HTTPAddr, "-"), or(m.Zone, "-"),
 			conns, cpu, free, or(m.Supports, "-"))
 	}
 	return tw.Flush()
