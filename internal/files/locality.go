@@ -23,20 +23,26 @@ type ReadChoice struct {
 type holder struct {
 	id, zone string
 	local    bool // this node's own copy
-	alive    bool // seen alive (or suspect) by gossip
-	load     *cluster.Load
+	// writer: it holds the file's write right (replication suspended);
+	// the resumption policy counts the reads served there.
+	writer bool
+	alive  bool // seen alive (or suspect) by gossip
+	load   *cluster.Load
 }
 
 // Ranks of readOrder, best first.
 const (
 	rankLocal = iota
+	rankWriter
 	rankSameZone
 	rankOtherZone
 	rankNotAlive
 )
 
-// rank places h for a reader in zone: its own copy, then holders seen
-// alive in the reader's zone (only when it has one), then the other
+// rank places h for a reader in zone: its own copy, then the holder of
+// the write right seen alive (the "reads" resumption policy counts the
+// reads it serves: sent elsewhere, they would never resume replication),
+// then holders seen alive in the reader's zone (only when it has one), then the other
 // holders seen alive, then those not seen alive (a last resort).
 func (h holder) rank(zone string) int {
 	switch {
@@ -44,6 +50,8 @@ func (h holder) rank(zone string) int {
 		return rankLocal
 	case !h.alive:
 		return rankNotAlive
+	case h.writer:
+		return rankWriter
 	case zone != "" && h.zone == zone:
 		return rankSameZone
 	}
@@ -70,7 +78,7 @@ func readOrder(zone string, hs []holder) []holder {
 		if c := cmp.Compare(a.rank(zone), b.rank(zone)); c != 0 {
 			return c
 		}
-		if a.alive && !a.local {
+		if a.alive && !a.local && !a.writer {
 			if c := cmp.Compare(a.noFigures(), b.noFigures()); c != 0 {
 				return c
 			}
@@ -104,6 +112,8 @@ func (h holder) reason(zone string) string {
 		return "local copy"
 	case rankNotAlive:
 		return "not seen alive"
+	case rankWriter:
+		return "holds the write right (its reads count toward resuming replication)"
 	case rankSameZone:
 		why = "same zone " + zone + ", "
 	default:
@@ -123,7 +133,8 @@ func (s *Service) holders(f *meta.File) []holder {
 	hs := make([]holder, 0, len(f.Valid))
 	for _, id := range f.Valid {
 		zone, load := s.cl.Locality(id)
-		hs = append(hs, holder{id: id, zone: zone, load: load, local: id == s.self, alive: id == s.self || s.cl.Alive(id)})
+		hs = append(hs, holder{id: id, zone: zone, load: load, local: id == s.self, writer: id == f.Holder,
+			alive: id == s.self || s.cl.Alive(id)})
 	}
 	return hs
 }

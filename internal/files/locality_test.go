@@ -45,6 +45,12 @@ func TestReadOrder(t *testing.T) {
 		{"several not alive: by ID", "a",
 			[]holder{{id: "n5", zone: "a"}, {id: "n4", zone: "b", load: ld(0, 0)}},
 			[]string{"n4", "n5"}},
+		{"the write right's holder after the local copy, before the same zone", "a",
+			[]holder{{id: "n1", zone: "a", alive: true, load: ld(0, 0)}, {id: "n2", zone: "b", writer: true, alive: true, load: ld(0.9, 9)}, {id: "n3", local: true, alive: true}},
+			[]string{"n3", "n2", "n1"}},
+		{"a write right's holder not seen alive is a last resort", "a",
+			[]holder{{id: "n1", zone: "b", writer: true}, {id: "n2", zone: "b", alive: true}},
+			[]string{"n2", "n1"}},
 		{"none", "a", nil, []string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,6 +77,7 @@ func TestReadChoiceReason(t *testing.T) {
 	}{
 		{"a", holder{local: true, alive: true}, "local copy"},
 		{"a", holder{zone: "a"}, "not seen alive"},
+		{"a", holder{zone: "b", writer: true, alive: true}, "holds the write right (its reads count toward resuming replication)"},
 		{"a", holder{zone: "a", alive: true, load: &cluster.Load{CPU: 0.12, Connections: 3}}, "same zone a, cpu 12% conns 3"},
 		{"a", holder{zone: "b", alive: true}, "other zone, no load figures yet"},
 		{"", holder{zone: "b", alive: true, load: &cluster.Load{}}, "no zone to match, cpu 0% conns 0"},
