@@ -1,0 +1,116 @@
+package systest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mure-dev/mure/internal/files"
+	"github.com/mure-dev/mure/internal/node"
+	"github.com/mure-dev/mure/internal/testcluster"
+)
+
+// TestReadNearestZone runs four nodes in two zones with two copies of a
+// file, one in each zone: a read through a node without a copy goes to
+// the holder in its own zone — redirected, forwarded, and as FileStatus's
+// read order says (docs/decisions/0036). The two readers are in different
+// zones, so no order that ignores zones passes for both.
+func TestReadNearestZone(t *testing.T) {
+	zones := []string{"a", "a", "b", "b"}
+	c := testcluster.Start(t, len(zones), testcluster.Options{Setup: func(i int, cfg *node.Config) { cfg.Zone = zones[i] }})
+	ctx := ctxT(t)
+	for _, kv := range [][2]string{{"replication", "2"}, {"resume", "immediate"}} {
+		if _, err := c.Client(0).SetConfig(ctx, kv[0], kv[1]); err != nil {
+			t.Fatalf("config %s=%s: %v", kv[0], kv[1], err)
+		}
+	}
+	zoneOf := map[string]string{}
+	for i, nd := range c.Nodes {
+		zoneOf[nd.ID()] = zones[i]
+	}
+	testcluster.WaitFor(t, 10*time.Second, "every node to see every zone", func() bool {
+		for _, nd := range c.Nodes {
+			for _, m := range nd.Cluster().Members() {
+				if m.Zone != zoneOf[m.ID] {
+					return false
+				}
+			}
+		}
+		return true
+	})
+
+	// Write until a file's two copies sit in different zones (where the
+	// second copy goes is the catalogue's choice), bounded.
+	var path string
+	var valid []string
+	for k := 0; k < 20 && path == ""; k++ {
+		p := fmt.Sprint("near/", k)
+		put(t, c.Client(k%len(zones)), p, "payload "+p)
+		testcluster.WaitFor(t, 10*time.Second, p+" replicated to two nodes, everywhere", func() bool {
+			for _, nd := range c.Nodes {
+				f := nd.Cluster().FSM().File(p)
+				if f == nil || f.Suspended() || len(f.Valid) != 2 {
+					return false
+				}
+			}
+			return true
+		})
+		v := c.Nodes[0].Cluster().FSM().File(p).Valid
+		if zoneOf[v[0]] != zoneOf[v[1]] {
+			path, valid = p, slices.Clone(v)
+		}
+	}
+	if path == "" {
+		t.Fatal("20 files, none with its copies in both zones")
+	}
+	holderIn := map[string]string{zoneOf[valid[0]]: valid[0], zoneOf[valid[1]]: valid[1]}
+
+	readers := 0
+	for i, nd := range c.Nodes {
+		if slices.Contains(valid, nd.ID()) {
+			continue
+		}
+		readers++
+		want := holderIn[zones[i]]
+		t.Run(fmt.Sprintf("through %s in zone %s", nd.ID(), zones[i]), func(t *testing.T) {
+			for range 4 { // the round robin this replaced alternated
+				resp := rawGet(t, c.HTTPAddr(i), path)
+				if got := resp.Header.Get("X-Mure-Redirect"); resp.StatusCode != http.StatusTemporaryRedirect || got != want {
+					t.Fatalf("GET: %d to %q, want 307 to %s (same zone); copies on %v", resp.StatusCode, got, want, valid)
+				}
+			}
+			req, _ := http.NewRequest(http.MethodGet, "http://"+c.HTTPAddr(i)+"/files/"+path, nil)
+			req.Header.Set("X-Mure-Forward", "1")
+			resp, err := (&http.Client{Transport: testcluster.Authorize(nil)}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if got := resp.Header.Get("X-Mure-Forwarded-From"); resp.StatusCode != http.StatusOK || got != want || string(body) != "payload "+path {
+				t.Fatalf("forwarded GET: %d from %q, %q; want 200 from %s (same zone)", resp.StatusCode, got, body, want)
+			}
+			raw, err := c.Client(i).FileStatus(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st struct {
+				ReadOrder []files.ReadChoice `json:"read_order"`
+			}
+			if err := json.Unmarshal(raw, &st); err != nil {
+				t.Fatal(err)
+			}
+			if len(st.ReadOrder) != 2 || st.ReadOrder[0].Node != want || !strings.HasPrefix(st.ReadOrder[0].Reason, "same zone "+zones[i]) {
+				t.Fatalf("read order %+v, want %s first, same zone %s", st.ReadOrder, want, zones[i])
+			}
+		})
+	}
+	if readers != 2 {
+		t.Fatalf("%d nodes without a copy, want 2", readers)
+	}
+}
