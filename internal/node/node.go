@@ -192,7 +192,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 			n.log.Warn("could not create this node's admin credential; it will be tried at the next start", "err", err)
 		}
 	}
-	n.log.Info("node started", "http", n.advertiseHTTP(), "fast", cfg.FastHTTPAddr, "peer", n.mux.Addr(), "cluster", id.ClusterID, "data", cfg.DataDir,
+	n.log.Info("node started", "zone", cfg.Zone, "http", n.advertiseHTTP(), "fast", cfg.FastHTTPAddr, "peer", n.mux.Addr(), "cluster", id.ClusterID, "data", cfg.DataDir,
 		"services", n.serviceNames())
 	return n, nil
 }

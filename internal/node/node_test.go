@@ -156,6 +156,22 @@ func TestOpenChecksConfigFirst(t *testing.T) {
 	}
 }
 
+// A zone label gossip cannot carry is refused before anything starts,
+// with the flag's name and the rule.
+func TestOpenRefusesBadZone(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Zone = "rack 1"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := Open(ctx, cfg)
+	if !errors.Is(err, cluster.ErrBadZone) || !strings.Contains(err.Error(), "--zone") {
+		t.Fatalf("Open with zone %q: %v; want --zone's ErrBadZone", cfg.Zone, err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "raft")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the cluster seat was opened before the configuration was checked: %v", err)
+	}
+}
+
 // freeAddr returns a loopback address with a port free a moment ago.
 func freeAddr(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
