@@ -103,6 +103,12 @@ func (s *Service) handleAttach(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) peerAttach(w http.ResponseWriter, r *http.Request) {
 	sess, ok := s.m.Record(r.PathValue("id"))
+	if !ok {
+		// A node that has just restarted may not have applied the
+		// record yet, while the node that routed here has.
+		s.catchUp(r.Context())
+		sess, ok = s.m.Record(r.PathValue("id"))
+	}
 	if !ok || sess.User != r.Header.Get(userHeader) {
 		writeErr(w, fmt.Errorf("%w: %s", sessions.ErrNotFound, r.PathValue("id")))
 		return
