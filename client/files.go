@@ -49,24 +49,8 @@ func (c *Client) Put(ctx context.Context, path string, body io.Reader, o *PutOpt
 	if o.IfNoneMatch {
 		cl.header.Set("If-None-Match", "*")
 	}
-	key := o.IdempotencyKey
-	if key == "" {
-		key = newIdempotencyKey()
-	}
-	cl.header.Set("Idempotency-Key", key)
-	resp, err := c.do(ctx, cl)
-	if err != nil {
-		return nil, err
-	}
-	var fi FileInfo
-	if err := decodeJSON(resp, &fi); err != nil {
-		return nil, err
-	}
-	fi.ETag = unquoteETag(fi.ETag)
-	if fi.ETag == "" {
-		fi.ETag = unquoteETag(resp.Header.Get("ETag"))
-	}
-	return &fi, nil
+	cl.setIdempotencyKey(o.IdempotencyKey)
+	return c.write(ctx, cl)
 }
 
 // GetOptions are the options of Get.
@@ -158,11 +142,7 @@ func (c *Client) Delete(ctx context.Context, path string, o *DeleteOptions) erro
 	if o.IfMatch != "" {
 		cl.header.Set("If-Match", quoteETag(o.IfMatch))
 	}
-	key := o.IdempotencyKey
-	if key == "" {
-		key = newIdempotencyKey()
-	}
-	cl.header.Set("Idempotency-Key", key)
+	cl.setIdempotencyKey(o.IdempotencyKey)
 	resp, err := c.do(ctx, cl)
 	if err != nil {
 		return err
@@ -199,11 +179,22 @@ func (c *Client) Copy(ctx context.Context, src, dst string, o *CopyOptions) (*Fi
 	if o.Move {
 		cl.header.Set("X-Mure-Move", "1")
 	}
-	key := o.IdempotencyKey
+	cl.setIdempotencyKey(o.IdempotencyKey)
+	return c.write(ctx, cl)
+}
+
+// setIdempotencyKey sets the key a keyed write carries on every attempt:
+// key, or a fresh one when empty.
+func (cl *call) setIdempotencyKey(key string) {
 	if key == "" {
 		key = newIdempotencyKey()
 	}
 	cl.header.Set("Idempotency-Key", key)
+}
+
+// write sends a keyed write (a put or a copy) and decodes the written
+// version's FileInfo; its ETag falls back to the answer's ETag header.
+func (c *Client) write(ctx context.Context, cl *call) (*FileInfo, error) {
 	resp, err := c.do(ctx, cl)
 	if err != nil {
 		return nil, err
@@ -213,5 +204,8 @@ func (c *Client) Copy(ctx context.Context, src, dst string, o *CopyOptions) (*Fi
 		return nil, err
 	}
 	fi.ETag = unquoteETag(fi.ETag)
+	if fi.ETag == "" {
+		fi.ETag = unquoteETag(resp.Header.Get("ETag"))
+	}
 	return &fi, nil
 }
