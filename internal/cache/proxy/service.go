@@ -60,9 +60,7 @@ type Service struct {
 
 	mu     sync.Mutex
 	h      *Handler
-	srv    *http.Server
-	addr   string
-	done   chan struct{}
+	http   *service.HTTPServer
 	tiers  *tier.Tiers
 	probe  *prober
 	stop   context.CancelFunc
@@ -154,10 +152,10 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 		tiers.Close()
 		return err
 	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	ln, err := service.Listen("--proxy", s.cfg.Addr, s.cfg.Listen)
 	if err != nil {
 		tiers.Close()
-		return fmt.Errorf("--proxy %s: %w", s.cfg.Addr, err)
+		return err
 	}
 	if env.PeerRoutes != nil {
 		env.PeerRoutes.HandleFunc("GET "+peerFetchRoute, h.ServePeerFetch)
@@ -167,21 +165,12 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 		env.Routes.HandleFunc("POST "+purgeRoute, h.ServePurge)
 	}
 	h.followPurges(250 * time.Millisecond)
-	if s.cfg.Listen != nil {
-		ln = s.cfg.Listen(ln)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	hs := service.ServeHTTP(ln, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}, env.Logger)
 	s.mu.Lock()
-	s.h, s.srv, s.tiers, s.addr, s.done = h, srv, tiers, ln.Addr().String(), make(chan struct{})
+	s.h, s.http, s.tiers = h, hs, tiers
 	s.mu.Unlock()
-	go func() {
-		defer close(s.done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			env.Logger.Error("proxy server stopped", "err", err)
-		}
-	}()
 	if s.cfg.Probe.URL != "" {
-		p, err := h.newProber(s.cfg.Probe, s.addr, s.cfg.TLS)
+		p, err := h.newProber(s.cfg.Probe, hs.Addr(), s.cfg.TLS)
 		if err != nil {
 			return errors.Join(err, s.Stop(context.Background()))
 		}
@@ -196,7 +185,7 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 		s.mu.Unlock()
 		go func() { defer close(s.probed); p.run(ctx) }()
 	}
-	env.Logger.Info("caching proxy listening", "addr", s.addr, "origins", len(s.cfg.Origins), "disk", s.cfg.Dir)
+	env.Logger.Info("caching proxy listening", "addr", hs.Addr(), "origins", len(s.cfg.Origins), "disk", s.cfg.Dir)
 	return nil
 }
 
@@ -204,20 +193,16 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 // ctx) and for background revalidations, and closes the tiers.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	srv, done, h, tiers, stopProbe, probed := s.srv, s.done, s.h, s.tiers, s.stop, s.probed
+	hs, h, tiers, stopProbe, probed := s.http, s.h, s.tiers, s.stop, s.probed
 	s.mu.Unlock()
-	if srv == nil {
+	if hs == nil {
 		return nil
 	}
 	if stopProbe != nil {
 		stopProbe()
 		<-probed
 	}
-	err := srv.Shutdown(ctx)
-	if err != nil {
-		err = errors.Join(err, srv.Close())
-	}
-	<-done
+	err := hs.Shutdown(ctx)
 	h.Close()
 	tiers.Close()
 	return err
@@ -234,7 +219,10 @@ func (h *Handler) Close() {
 func (s *Service) Status() any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Addr: s.addr}
+	st := Status{}
+	if s.http != nil {
+		st.Addr = s.http.Addr()
+	}
 	for _, o := range s.cfg.Origins {
 		st.Origins = append(st.Origins, o.String())
 	}
@@ -255,7 +243,10 @@ func (s *Service) Status() any {
 func (s *Service) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.addr
+	if s.http == nil {
+		return ""
+	}
+	return s.http.Addr()
 }
 
 // clusterPurges records purges as raft entries of the "cache" namespace.

@@ -42,9 +42,7 @@ type Service struct {
 	cfg   Config
 	mu    sync.Mutex
 	h     *Handler
-	srv   *http.Server
-	addr  string
-	done  chan struct{}
+	http  *service.HTTPServer
 	stop  context.CancelFunc
 	swept chan struct{}
 }
@@ -84,32 +82,23 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 	if fs == nil {
 		return errors.New("the file service is not running")
 	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	ln, err := service.Listen("--s3", s.cfg.Addr, s.cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("--s3 %s: %w", s.cfg.Addr, err)
-	}
-	if s.cfg.Listen != nil {
-		ln = s.cfg.Listen(ln)
+		return err
 	}
 	anon := s.cfg.Anonymous
 	h := NewHandler(fs, s.cfg.Keys, anon, env.Logger)
 	if s.cfg.Open {
 		h.anonymous = auth.Principal{User: "anonymous", Via: auth.ViaAnonymous, Admin: true}
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	hs := service.ServeHTTP(ln, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, env.Logger)
 	s.mu.Lock()
-	s.h, s.srv, s.addr, s.done = h, srv, ln.Addr().String(), make(chan struct{})
+	s.h, s.http = h, hs
 	s.mu.Unlock()
-	go func() {
-		defer close(s.done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			env.Logger.Error("s3 server stopped", "err", err)
-		}
-	}()
 	sweepCtx, stop := context.WithCancel(context.Background())
 	s.stop, s.swept = stop, make(chan struct{})
 	go s.sweep(sweepCtx, h)
-	env.Logger.Info("s3 API listening", "addr", s.addr)
+	env.Logger.Info("s3 API listening", "addr", hs.Addr())
 	return nil
 }
 
@@ -117,27 +106,18 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 // by ctx).
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	srv, done := s.srv, s.done
+	hs := s.http
 	s.mu.Unlock()
-	if srv == nil {
+	if hs == nil {
 		return nil
 	}
 	s.stop()
 	<-s.swept
-	err := srv.Shutdown(ctx)
-	if err != nil {
-		err = errors.Join(err, srv.Close())
-	}
-	<-done
-	return err
+	return hs.Shutdown(ctx)
 }
 
 // Status reports the listening address.
-func (s *Service) Status() any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return Status{Addr: s.addr}
-}
+func (s *Service) Status() any { return Status{Addr: s.Addr()} }
 
 // Handler answers S3 requests that arrive on another port: the node's
 // client port sends it the requests Signed recognises, so that S3 goes
@@ -155,7 +135,10 @@ func (s *Service) Handler() http.Handler {
 func (s *Service) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.addr
+	if s.http == nil {
+		return ""
+	}
+	return s.http.Addr()
 }
 
 // sweep removes abandoned uploads on the leader, every quarter of the

@@ -36,9 +36,7 @@ type Config struct {
 type Service struct {
 	cfg  Config
 	mu   sync.Mutex
-	srv  *http.Server
-	addr string
-	done chan struct{}
+	http *service.HTTPServer
 }
 
 // Status is the service's part of /status.
@@ -75,28 +73,19 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 	if fs == nil {
 		return errors.New("the file service is not running")
 	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	ln, err := service.Listen("--webdav", s.cfg.Addr, s.cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("--webdav %s: %w", s.cfg.Addr, err)
-	}
-	if s.cfg.Listen != nil {
-		ln = s.cfg.Listen(ln)
+		return err
 	}
 	var h http.Handler = NewHandler(NewFS(fs, s.cfg.Open), NewLocks(seat{env.Cluster}), env.Logger)
 	if s.cfg.Guard != nil {
 		h = s.cfg.Guard(h)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	hs := service.ServeHTTP(ln, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, env.Logger)
 	s.mu.Lock()
-	s.srv, s.addr, s.done = srv, ln.Addr().String(), make(chan struct{})
+	s.http = hs
 	s.mu.Unlock()
-	go func() {
-		defer close(s.done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			env.Logger.Error("webdav server stopped", "err", err)
-		}
-	}()
-	env.Logger.Info("WebDAV listening", "addr", s.addr)
+	env.Logger.Info("WebDAV listening", "addr", hs.Addr())
 	return nil
 }
 
@@ -104,17 +93,12 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 // by ctx).
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	srv, done := s.srv, s.done
+	hs := s.http
 	s.mu.Unlock()
-	if srv == nil {
+	if hs == nil {
 		return nil
 	}
-	err := srv.Shutdown(ctx)
-	if err != nil {
-		err = errors.Join(err, srv.Close())
-	}
-	<-done
-	return err
+	return hs.Shutdown(ctx)
 }
 
 // Status reports the listening address.
@@ -124,5 +108,8 @@ func (s *Service) Status() any { return Status{Addr: s.Addr()} }
 func (s *Service) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.addr
+	if s.http == nil {
+		return ""
+	}
+	return s.http.Addr()
 }
