@@ -36,11 +36,8 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, key string, x *
 		h.stream(w, r, x, nil, st)
 		return false
 	}
-	want := h.limits.MaxObject
-	if n := x.resp.ContentLength; n >= 0 && n < want {
-		want = n
-	}
-	if !h.fills.take(want, h.limits.FillMemory) {
+	want, ok := h.reserve(x)
+	if !ok {
 		st.Detail = "fill-budget"
 		h.stream(w, r, x, nil, st)
 		return false
@@ -66,6 +63,16 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, key string, x *
 	st.Stored = true
 	h.writeStored(w, r, obj, st)
 	return true
+}
+
+// reserve takes from the fill budget the memory to read x's body whole:
+// its declared length, else the object limit. False: the budget is spent.
+func (h *Handler) reserve(x *exchange) (int64, bool) {
+	want := h.limits.MaxObject
+	if n := x.resp.ContentLength; n >= 0 && n < want {
+		want = n
+	}
+	return want, h.fills.take(want, h.limits.FillMemory)
 }
 
 // object builds the object to store from a complete response.
@@ -192,6 +199,13 @@ func (h *Handler) revalidateLater(r *http.Request, o *Origin, key string, obj *t
 		if ok, _ := h.policy.Storable(http.MethodGet, cache.Header(bgReq.Header), x.resp.StatusCode, cache.Header(x.resp.Header)); !ok {
 			return
 		}
+		// Read whole within the fill budget, as a miss is: many stale
+		// objects revalidated at once must not exhaust memory either.
+		want, ok := h.reserve(x)
+		if !ok {
+			return
+		}
+		defer h.fills.give(want)
 		body, tooBig, err := readWhole(x.resp.Body, h.limits.MaxObject)
 		if err != nil || tooBig {
 			return

@@ -551,3 +551,63 @@ func TestFillMemoryBound(t *testing.T) {
 		t.Errorf("with the budget free again: %q", resp.Header.Get("Cache-Status"))
 	}
 }
+
+// TestRevalidationKeepsFillBudget: a background revalidation
+// (stale-while-revalidate) reads its body within the fill budget like a
+// miss: with the budget spent, the new response is not buffered and the
+// stale object stays as it was.
+func TestRevalidationKeepsFillBudget(t *testing.T) {
+	release := make(chan struct{})
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=1, stale-while-revalidate=600")
+		w.Header().Set("Content-Length", "1000")
+		if r.URL.Path == "/big" {
+			w.Write(make([]byte, 500))
+			w.(http.Flusher).Flush()
+			<-release
+			w.Write(make([]byte, 500))
+			return
+		}
+		w.Write(make([]byte, 1000))
+	})
+	p, h := proxyFor(t, o, t.TempDir(), Limits{FillMemory: 1500})
+	clock := time.Now()
+	var mu sync.Mutex
+	h.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	fetch(t, "GET", p.URL+"/swr")
+	stored, _ := h.lookup("_ /swr", http.Header{})
+	done := make(chan struct{})
+	go func() { defer close(done); fetch(t, "GET", p.URL+"/big") }()
+	defer func() { close(release); <-done }()
+	reserved := func() int64 { h.fills.mu.Lock(); defer h.fills.mu.Unlock(); return h.fills.used }
+	waitFor(t, "the fill of /big to hold the budget", func() bool { return reserved() >= 1000 })
+	mu.Lock()
+	clock = clock.Add(5 * time.Second)
+	mu.Unlock()
+	resp, _ := fetch(t, "GET", p.URL+"/swr")
+	if !strings.Contains(resp.Header.Get("Cache-Status"), "stale-while-revalidate") {
+		t.Fatalf("stale object: %q", resp.Header.Get("Cache-Status"))
+	}
+	waitFor(t, "the revalidation to end", func() bool { return !h.flights.busy("_ /swr") })
+	if n := o.hits.Load(); n != 3 {
+		t.Errorf("%d origin fetches, want 3 (/swr, /big, the revalidation)", n)
+	}
+	if m, _ := h.lookup("_ /swr", http.Header{}); m == nil || !m.ResponseTime.Equal(stored.ResponseTime) {
+		t.Error("the revalidation stored a body beyond the fill budget")
+	}
+	if n := reserved(); n != 1000 {
+		t.Errorf("%d bytes reserved after the revalidation, want 1000 (/big's)", n)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
