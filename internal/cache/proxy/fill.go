@@ -36,6 +36,13 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, key string, x *
 		h.stream(w, r, x, nil, st)
 		return false
 	}
+	if x.resp.ContentLength > h.limits.MaxObject {
+		// Declared too large: streamed at once, neither buffered nor
+		// holding the fill budget while it passes.
+		st.Detail = "too-large"
+		h.stream(w, r, x, nil, st)
+		return false
+	}
 	want, ok := h.reserve(x)
 	if !ok {
 		st.Detail = "fill-budget"
@@ -201,6 +208,9 @@ func (h *Handler) revalidateLater(r *http.Request, o *Origin, key string, obj *t
 		}
 		// Read whole within the fill budget, as a miss is: many stale
 		// objects revalidated at once must not exhaust memory either.
+		if x.resp.ContentLength > h.limits.MaxObject {
+			return
+		}
 		want, ok := h.reserve(x)
 		if !ok {
 			return

@@ -600,6 +600,41 @@ func TestRevalidationKeepsFillBudget(t *testing.T) {
 	}
 }
 
+// TestDeclaredTooLargeStreams: a body whose Content-Length is over the
+// object limit reaches the client as it arrives, uncached, without being
+// buffered or holding the fill budget meanwhile.
+func TestDeclaredTooLargeStreams(t *testing.T) {
+	release := make(chan struct{})
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("Content-Length", "5000")
+		w.Write(make([]byte, 2500))
+		w.(http.Flusher).Flush()
+		<-release
+		w.Write(make([]byte, 2500))
+	})
+	p, h := proxyFor(t, o, t.TempDir(), Limits{MaxObject: 1000, FillMemory: 1500})
+	resp, err := http.Get(p.URL + "/huge")
+	if err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, 2500)
+	_, err = io.ReadFull(resp.Body, first)
+	h.fills.mu.Lock()
+	used := h.fills.used
+	h.fills.mu.Unlock()
+	close(release)
+	if err != nil || used != 0 {
+		t.Errorf("first half: %v; %d bytes of the fill budget held, want 0", err, used)
+	}
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || len(rest) != 2500 || !strings.Contains(resp.Header.Get("Cache-Status"), "too-large") {
+		t.Errorf("%d more bytes, %v, %q", len(rest), err, resp.Header.Get("Cache-Status"))
+	}
+}
+
 // waitFor polls cond until it holds, failing the test after 10 s.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
