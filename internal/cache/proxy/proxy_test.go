@@ -123,10 +123,7 @@ func TestConcurrentMissesCollapse(t *testing.T) {
 			_, bodies[i] = fetch(t, "GET", p.URL+"/obj")
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for h.flights.waiting("/obj") < n-1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the other misses to wait for the first", func() bool { return h.flights.waiting("/obj") >= n-1 })
 	close(release)
 	wg.Wait()
 	for i, b := range bodies {
@@ -152,10 +149,7 @@ func TestUncacheableReleasesWaiters(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); fetch(t, "GET", p.URL+"/p") }()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for h.flights.waiting("/p") < 4 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "4 misses to wait for the first", func() bool { return h.flights.waiting("/p") >= 4 })
 	close(release)
 	wg.Wait()
 	if got := o.hits.Load(); got != 5 {
@@ -423,10 +417,7 @@ func TestCollapseWaitIsBounded(t *testing.T) {
 	defer close(release)
 	p, h := proxyFor(t, o, t.TempDir(), Limits{CollapseWait: 100 * time.Millisecond})
 	go http.Get(p.URL + "/slow")
-	deadline := time.Now().Add(5 * time.Second)
-	for !h.flights.busy("_ /slow") && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the leader's fetch", func() bool { return h.flights.busy("_ /slow") })
 	start := time.Now()
 	resp, body := fetch(t, "GET", p.URL+"/slow")
 	if body != "x" || resp.StatusCode != 200 {
@@ -496,16 +487,11 @@ func TestCollapseCap(t *testing.T) {
 	for range 3 {
 		go get()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for h.flights.waiting("/cap") < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "2 waiters", func() bool { return h.flights.waiting("/cap") >= 2 })
 	wg.Add(2) // these two cannot wait: they fetch on their own
 	go get()
 	go get()
-	for o.hits.Load() < 3 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the 2 beyond the cap to reach the origin", func() bool { return o.hits.Load() >= 3 })
 	close(release)
 	wg.Wait()
 	if got := o.hits.Load(); got != 3 {
@@ -533,10 +519,7 @@ func TestFillMemoryBound(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); fetch(t, "GET", p.URL+"/big") }()
 	reserved := func() int64 { h.fills.mu.Lock(); defer h.fills.mu.Unlock(); return h.fills.used }
-	deadline := time.Now().Add(5 * time.Second)
-	for reserved() < 1000 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the fill of /big to hold the budget", func() bool { return reserved() >= 1000 })
 	resp, body := fetch(t, "GET", p.URL+"/other")
 	if len(body) != 1000 || !strings.Contains(resp.Header.Get("Cache-Status"), "fill-budget") {
 		t.Errorf("%d bytes, %q", len(body), resp.Header.Get("Cache-Status"))
@@ -635,13 +618,16 @@ func TestDeclaredTooLargeStreams(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after 10 s.
+// waitFor polls cond until it holds, failing the test after 10 s; the
+// test goes on (Errorf, not Fatalf) so that it still releases the origin
+// handlers it holds, whose server's Close would otherwise wait for ever.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Errorf("timed out waiting for %s", what)
+			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
