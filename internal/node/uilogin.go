@@ -2,13 +2,14 @@ package node
 
 import (
 	"context"
-	"net"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/auth"
+	"github.com/mure-dev/mure/internal/auth/authhttp"
 	"github.com/mure-dev/mure/internal/meta"
 	"github.com/mure-dev/mure/internal/monitor"
 )
@@ -24,10 +25,6 @@ func (n *Node) uiConfig() monitor.UIConfig {
 	return monitor.UIConfig{Login: n.uiLogin, Check: n.uiCheck}
 }
 
-// uiChecks bounds the password checks of dashboard logins at once
-// (argon2id is memory-hard).
-var uiChecks = make(chan struct{}, 2)
-
 func (n *Node) uiLogin(r *http.Request, user, password, token string) (string, error) {
 	g := n.auth.guard
 	if token != "" {
@@ -39,26 +36,19 @@ func (n *Node) uiLogin(r *http.Request, user, password, token string) (string, e
 		g.Audit.Info("dashboard login", "user", p.Name(), "via", p.Via, "credential", p.Credential, "remote", r.RemoteAddr)
 		return p.Name(), nil
 	}
-	if r.TLS == nil && !fromLoopback(r.RemoteAddr) {
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second) // the wait for a check's turn
+	defer cancel()
+	p, err := g.Password(r.WithContext(ctx), user, password)
+	var many *authhttp.TooManyError
+	switch {
+	case errors.Is(err, authhttp.ErrTLSRequired):
 		return "", &monitor.LoginError{Status: http.StatusUnauthorized, Code: api.CodeTLSRequired,
 			Message: "passwords are refused over plain HTTP from another machine: use https:// (mure serve --tls-cert), or log in with a token"}
-	}
-	keys := []string{"addr:" + hostOf(r.RemoteAddr), "user:" + user}
-	if wait := g.Limiter.Wait(keys...); wait > 0 {
-		return "", &monitor.LoginError{Status: http.StatusTooManyRequests, Code: api.CodeTooManyAttempts, RetryAfter: wait,
-			Message: "too many failed logins from this address or for this user: wait and try again"}
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	select {
-	case uiChecks <- struct{}{}:
-		defer func() { <-uiChecks }()
-	case <-ctx.Done():
+	case errors.As(err, &many):
+		return "", &monitor.LoginError{Status: http.StatusTooManyRequests, Code: api.CodeTooManyAttempts, RetryAfter: many.Wait, Message: many.Error()}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return "", &monitor.LoginError{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "too many logins at once: try again"}
-	}
-	p, err := n.auth.authn.Basic(user, password)
-	if err != nil {
-		g.Limiter.Fail(keys...)
+	case err != nil:
 		g.Audit.Warn("dashboard login failed", "user", user, "remote", r.RemoteAddr, "err", err)
 		return "", &monitor.LoginError{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: "wrong user or password"}
 	}
@@ -79,18 +69,6 @@ func (n *Node) uiCheck(user, token string) error {
 		return auth.ErrUnauthenticated
 	}
 	return nil
-}
-
-func hostOf(addr string) string {
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		return h
-	}
-	return addr
-}
-
-func fromLoopback(addr string) bool {
-	ip := net.ParseIP(hostOf(addr))
-	return ip != nil && ip.IsLoopback()
 }
 
 // isDashboard reports whether path is the dashboard's (it authenticates

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mure-dev/mure/internal/api"
@@ -50,7 +51,8 @@ type Guard struct {
 	// Hint ends the 401 message: where this node's admin credential is.
 	Hint string
 
-	checks chan struct{} // bounds password checks at once (argon2id is memory-hard)
+	setupOnce sync.Once
+	checks    chan struct{} // bounds password checks at once (argon2id is memory-hard)
 }
 
 // UserHeader carries the authenticated caller's name to what is behind
@@ -66,15 +68,55 @@ func PrincipalFrom(ctx context.Context) (auth.Principal, bool) {
 	return p, ok
 }
 
+// setup fills the defaults, once: Wrap and Password may come first.
+func (g *Guard) setup() {
+	g.setupOnce.Do(func() {
+		if g.Limiter == nil {
+			g.Limiter = auth.DefaultFailureLimiter()
+		}
+		if g.Audit == nil {
+			g.Audit = slog.New(slog.DiscardHandler)
+		}
+		g.checks = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+	})
+}
+
+// Password checks a user's password for a login outside the client API
+// (the dashboard's form) as the guard checks Basic's: from another
+// machine only over TLS (ErrTLSRequired), failures limited per address
+// and per user (a *TooManyError while they wait), and at most a few
+// argon2id checks at once, these and the client API's together.
+func (g *Guard) Password(r *http.Request, user, password string) (auth.Principal, error) {
+	g.setup()
+	if r.TLS == nil && !Loopback(r.RemoteAddr) {
+		return auth.Principal{}, ErrTLSRequired
+	}
+	keys := []string{"addr:" + RemoteHost(r.RemoteAddr), "user:" + user}
+	if wait := g.Limiter.Wait(keys...); wait > 0 {
+		return auth.Principal{}, &TooManyError{Wait: wait}
+	}
+	p, err := g.check(r.Context(), Credential{Scheme: Basic, User: user, Secret: password})
+	if err != nil && r.Context().Err() == nil { // not a wait for a check's turn cut short
+		g.Limiter.Fail(keys...)
+	}
+	return p, err
+}
+
+// ErrTLSRequired is Password's refusal of a password sent in clear from
+// another machine.
+var ErrTLSRequired = errors.New("passwords are refused over plain HTTP from another machine")
+
+// TooManyError is Password's refusal while failed logins from the
+// address or for the user wait out their delay.
+type TooManyError struct{ Wait time.Duration }
+
+func (e *TooManyError) Error() string {
+	return "too many failed logins from this address or for this user: wait and try again"
+}
+
 // Wrap returns next behind the guard.
 func (g *Guard) Wrap(next http.Handler) http.Handler {
-	if g.Limiter == nil {
-		g.Limiter = auth.DefaultFailureLimiter()
-	}
-	if g.Audit == nil {
-		g.Audit = slog.New(slog.DiscardHandler)
-	}
-	g.checks = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+	g.setup()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		need := g.Classify(r)
 		if need.Open || need.Metrics && g.MetricsOpen {
@@ -137,7 +179,7 @@ func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request, need Need) 
 			return auth.Principal{User: "metrics", Via: viaScrape}, true
 		}
 	case Basic:
-		if r.TLS == nil && !loopback(r.RemoteAddr) {
+		if r.TLS == nil && !Loopback(r.RemoteAddr) {
 			api.Error(w, http.StatusUnauthorized, api.CodeTLSRequired,
 				"passwords and access key secrets are refused over plain HTTP from another machine: use TLS (https://, mure serve --tls-cert) or a bearer token")
 			return auth.Principal{}, false
@@ -148,7 +190,7 @@ func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request, need Need) 
 	// a wrong one costs a hash and a lookup).
 	var keys []string
 	if cred.Scheme == Basic {
-		keys = []string{"addr:" + remoteHost(r.RemoteAddr), "user:" + cred.User}
+		keys = []string{"addr:" + RemoteHost(r.RemoteAddr), "user:" + cred.User}
 	}
 	if wait := g.Limiter.Wait(keys...); wait > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Round(time.Second)/time.Second)+1))
@@ -221,15 +263,18 @@ func grantsText(gs []auth.Grant) string {
 	return "its grants are " + strings.Join(s, ", ")
 }
 
-func remoteHost(addr string) string {
+// RemoteHost is the host of a request's RemoteAddr (the address itself
+// when it has no port).
+func RemoteHost(addr string) string {
 	if h, _, err := net.SplitHostPort(addr); err == nil {
 		return h
 	}
 	return addr
 }
 
-func loopback(addr string) bool {
-	ip := net.ParseIP(remoteHost(addr))
+// Loopback reports whether a request's RemoteAddr is on this machine.
+func Loopback(addr string) bool {
+	ip := net.ParseIP(RemoteHost(addr))
 	return ip != nil && ip.IsLoopback()
 }
 
