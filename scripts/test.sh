@@ -5,37 +5,41 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# have CMD: CMD is installed (also looked for in the sbin directories, which
+# are not on a user's PATH on Debian: iptables, mkfs.ext4, useradd, nginx)
+have() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
 need=()
-command -v git >/dev/null || need+=(git)
+have git || need+=(git)
 # the emulated-host testbed's test (runs as root): namespaces, tc, nsenter
-command -v ip >/dev/null || need+=(iproute2)
-command -v nsenter >/dev/null || need+=(util-linux)
+have ip || need+=(iproute2)
+have nsenter || need+=(util-linux)
 # the front door's virtual IP on the testbed: gratuitous ARP; the
 # single-address mode's filter rules
-command -v arping >/dev/null || need+=(arping)
-command -v iptables >/dev/null || need+=(iptables)
+have arping || need+=(arping)
+have iptables || need+=(iptables)
 # the testbed's per-host disks (loop images, ext4) and their check (fio)
-command -v losetup >/dev/null || need+=(mount)
-command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
-command -v fio >/dev/null || need+=(fio)
+have losetup || need+=(mount)
+have mkfs.ext4 || need+=(e2fsprogs)
+have fio || need+=(fio)
 # the caching proxy's tests against a real origin
-command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)
+have nginx || need+=(nginx)
 # the WebDAV face's test suite (litmus) and the mount's (fusermount3)
-command -v litmus >/dev/null || need+=(litmus)
-command -v fusermount3 >/dev/null || need+=(fuse3)
-command -v rsync >/dev/null || need+=(rsync)
+have litmus || need+=(litmus)
+have fusermount3 || need+=(fuse3)
+have rsync || need+=(rsync)
 # the S3 API's tests drive real clients from Debian: rclone, s3cmd and
 # s3fs-fuse (mounted with /dev/fuse)
-command -v rclone >/dev/null || need+=(rclone)
-command -v s3cmd >/dev/null || need+=(s3cmd)
-command -v s3fs >/dev/null || need+=(s3fs)
+have rclone || need+=(rclone)
+have s3cmd || need+=(s3cmd)
+have s3fs || need+=(s3fs)
 # persistent sessions: real terminals (tmux), accounts (useradd), python3
-command -v tmux >/dev/null || need+=(tmux)
-command -v useradd >/dev/null || need+=(passwd)
-command -v python3 >/dev/null || need+=(python3)
-# the browser terminal's test (chromium) and its assets' rebuild check (npm)
-command -v chromium >/dev/null || need+=(chromium)
-command -v npm >/dev/null || need+=(npm)
+have tmux || need+=(tmux)
+have useradd || need+=(passwd)
+have python3 || need+=(python3)
+# the browser tests (chromium, through chromedp: the dashboard, the
+# terminal) and their assets' rebuild check (npm, from the lockfile)
+have chromium || need+=(chromium)
+have npm || need+=(npm)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
@@ -55,24 +59,12 @@ if ! command -v aws >/dev/null || ! python3 -c 'import boto3' 2>/dev/null; then
 fi
 
 # the caching proxy's conformance run: the cache-tests suite as npm ships
-# it, in .tools/cache-tests (node and npm from Debian when missing)
+# it, in .tools/cache-tests (npm from the list above)
 if [ ! -f .tools/cache-tests/node_modules/http-cache-tests/cli.mjs ]; then
-  if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null || true
-  fi
   mkdir -p .tools/cache-tests
   (cd .tools/cache-tests && npm install --silent --no-audit --no-fund http-cache-tests@0.4.5 >/dev/null) ||
     echo "could not install http-cache-tests: the proxy's conformance test will skip" >&2
 fi
-
-# the dashboard: its assets' build check rebuilds them with npm (from the
-# lockfile); its browser test drives Debian's chromium (chromedp)
-for pkg in npm chromium; do
-  if ! command -v "$pkg" >/dev/null && [ "$(id -u)" = 0 ]; then
-    { apt-get update -qq && apt-get install -y -qq "$pkg" >/dev/null; } ||
-      echo "could not install $pkg: the dashboard's tests that need it will skip" >&2
-  fi
-done
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
