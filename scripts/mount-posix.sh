@@ -11,25 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pjd=$(command -v pjdfstest || echo "$HOME/.cargo/bin/pjdfstest")
 [ -x "$pjd" ] || cargo install pjdfstest --locked
-work=$(mktemp -d)
-bin=$work/mure
-go build -o "$bin" ./cmd/mure
-node_pid= mount_pid=
-cleanup() {
-  [ -n "$mount_pid" ] && kill -INT "$mount_pid" 2>/dev/null && wait "$mount_pid" 2>/dev/null || true
-  fusermount3 -uz "$work/mnt" 2>/dev/null || umount -l "$work/mnt" 2>/dev/null || true
-  [ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null && wait "$node_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-mkdir -p "$work/data" "$work/mnt"
-port=$((20000 + RANDOM % 20000))
-"$bin" serve --data "$work/data" --http 127.0.0.1:$port --peer 127.0.0.1:$((port + 1)) --auth=false >"$work/node.log" 2>&1 &
-node_pid=$!
-for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
-"$bin" mount "$work/mnt" --node 127.0.0.1:$port --spool "$work" --op-timeout 10s >"$work/mount.log" 2>&1 &
-mount_pid=$!
-for _ in $(seq 50); do mountpoint -q "$work/mnt" && break; sleep 0.2; done
+. scripts/mount-node.sh
+mount_node --op-timeout 10s
 nogroup=$(getent group nogroup >/dev/null && echo nogroup || echo nobody)
 cat >"$work/pjdfstest.toml" <<TOML
 [settings]
