@@ -3,6 +3,7 @@ package files
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -33,7 +34,7 @@ func CheckAttrs(a Attrs) error {
 		return kindErr(ErrBadRequest, nil, "a content type or ETag may not hold control characters")
 	}
 	for k, v := range a.Headers {
-		if !isStandardHeader(k) {
+		if !IsStandardHeader(k) {
 			return kindErr(ErrBadRequest, nil, "header %q is not kept with a file; those kept are %s", k, strings.Join(StandardHeaders, ", "))
 		}
 		if hasControl(v) {
@@ -51,14 +52,9 @@ func CheckAttrs(a Attrs) error {
 	return nil
 }
 
-func isStandardHeader(name string) bool {
-	for _, h := range StandardHeaders {
-		if h == name {
-			return true
-		}
-	}
-	return false
-}
+// IsStandardHeader reports whether name (canonical form) is one of
+// StandardHeaders.
+func IsStandardHeader(name string) bool { return slices.Contains(StandardHeaders, name) }
 
 // hasControl reports whether s is not valid UTF-8 or holds a control
 // character.

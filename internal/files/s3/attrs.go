@@ -36,7 +36,7 @@ func attrsOf(r *http.Request) (files.Attrs, error) {
 			k, v := strings.ToLower(name[len(userMetaPrefix):]), strings.Join(vs, ",")
 			a.User[k] = v
 			size += len(k) + len(v)
-		case isStandardHeader(name):
+		case files.IsStandardHeader(name):
 			if a.Headers == nil {
 				a.Headers = map[string]string{}
 			}
@@ -50,15 +50,6 @@ func attrsOf(r *http.Request) (files.Attrs, error) {
 		return a, errorf(http.StatusBadRequest, CodeInvalidArgument, "%v", err)
 	}
 	return a, nil
-}
-
-func isStandardHeader(name string) bool {
-	for _, h := range files.StandardHeaders {
-		if h == name {
-			return true
-		}
-	}
-	return false
 }
 
 // responseOverrides are the query parameters of a GET that replace a
