@@ -119,10 +119,9 @@ func (l *FastLane) serve(ctx *fasthttp.RequestCtx, rd *files.Reader, get bool) {
 	rh.Set("Etag", info.ETag)
 	rh.Set("X-Mure-Version", strconv.FormatUint(info.Version, 10))
 	rh.Set("X-Mure-Sha256", info.SHA256)
-	rh.Set("Content-Type", defaultType)
-	if hasAttrs(&info) {
-		rh.Set("Content-Type", contentType(&info))
-		for k, v := range info.Headers {
+	rh.Set("Content-Type", contentType(&info))
+	for k, v := range info.Headers { // as setAttrHeaders: an empty one is not sent
+		if v != "" {
 			rh.Set(k, v)
 		}
 	}
