@@ -90,22 +90,22 @@ func (d *disk) syncDir(dir string) error {
 	return f.Sync()
 }
 
-// read returns the object whole, its checksum checked; a file that fails
-// is removed and ErrCorrupt returned.
-func (d *disk) read(id string) (*Object, error) {
+// read returns the object whole, its checksum checked, and the file's
+// size; a file that fails is removed and ErrCorrupt returned.
+func (d *disk) read(id string) (*Object, int64, error) {
 	b, err := os.ReadFile(d.path(id))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, ErrNotFound
+		return nil, 0, ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	o, err := decode(b, true)
 	if err != nil {
 		d.remove(id)
-		return nil, fmt.Errorf("%s: %w", id, err)
+		return nil, 0, fmt.Errorf("%s: %w", id, err)
 	}
-	return o, nil
+	return o, int64(len(b)), nil
 }
 
 // decode parses an object file; with verify, the checksum is checked and

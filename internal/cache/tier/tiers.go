@@ -178,7 +178,7 @@ func (t *Tiers) Get(m *Meta) (*Object, error) {
 	if !onDisk {
 		return nil, ErrNotFound
 	}
-	o, err := t.disk.read(id)
+	o, size, err := t.disk.read(id)
 	if err != nil {
 		if errors.Is(err, ErrCorrupt) {
 			t.corrupt.Add(1)
@@ -191,7 +191,16 @@ func (t *Tiers) Get(m *Meta) (*Object, error) {
 		t.mu.Unlock()
 		return nil, errors.Join(ErrNotFound, err)
 	}
-	o.Meta = *e.meta // a 304 may have updated the meta since the file was written
+	// The file's own meta goes out with its body. Two stores of the object
+	// racing (each writes its file, then indexes its meta) can leave the
+	// index naming the other response: the file, which landed last, wins.
+	t.mu.Lock()
+	if t.byID[id] == e && !e.meta.ResponseTime.Equal(o.ResponseTime) {
+		e.meta = &o.Meta
+		t.diskBytes += size - e.diskSize
+		e.diskSize = size
+	}
+	t.mu.Unlock()
 	t.promotions.Add(1)
 	t.mem.Set(id, o)
 	t.touch(id)

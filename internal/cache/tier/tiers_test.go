@@ -180,3 +180,45 @@ func TestVariantsAndRemove(t *testing.T) {
 		t.Errorf("left after purge: %+v", st)
 	}
 }
+
+// TestRacedStoresServeOneResponse: two stores of one object racing can
+// leave the index naming one response and the file holding the other;
+// what Get returns is still one response, header and body, and the index
+// follows the file.
+func TestRacedStoresServeOneResponse(t *testing.T) {
+	tr := open(t, Config{Dir: t.TempDir()})
+	a, b := object("k", "first response"), object("k", "second, longer response")
+	a.Header = cache.Header{"Etag": {`"a"`}}
+	b.Header = cache.Header{"Etag": {`"b"`}}
+	b.ResponseTime = a.ResponseTime.Add(time.Second)
+	b.Size = int64(len(b.Body))
+	if err := tr.Put(a); err != nil {
+		t.Fatal(err)
+	}
+	// b's store wrote its file last; a's meta is the one indexed.
+	if _, err := tr.disk.write(b); err != nil {
+		t.Fatal(err)
+	}
+	tr.mem.Invalidate(a.ID())
+	for i := range 2 {
+		o, err := get(t, tr, "k")
+		if err != nil || string(o.Body) != string(b.Body) || o.Header["Etag"][0] != `"b"` || o.Size != b.Size {
+			t.Fatalf("read %d: %v, %+v", i, err, o)
+		}
+		if fromDisk := i == 0; o.FromDisk != fromDisk {
+			t.Errorf("read %d: from disk %v, want %v", i, o.FromDisk, fromDisk)
+		}
+	}
+	if st := tr.Stats(); st.Objects != 1 || st.DiskBytes != fileSize(t, tr, b.ID()) {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func fileSize(t *testing.T, tr *Tiers, id string) int64 {
+	t.Helper()
+	fi, err := os.Stat(tr.disk.path(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
