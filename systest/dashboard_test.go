@@ -151,8 +151,14 @@ func TestDashboardLogin(t *testing.T) {
 	_, byPW := login(pw, nil)
 	_, byTok := login(url.Values{"token": {tok}}, nil)
 	_, byPW2 := login(pw, nil)
+	streamEnded := openStream(t, addr, byTok) // an event stream already open ends with its session
 	uiCall(t, addr, "POST", "/ui/logout", byPW.Value, nil, nil)
 	mustCall(t, addr, "DELETE", "/auth/tokens/viewer/dash", bearer(staticAdmin), "", http.StatusOK)
+	select {
+	case <-streamEnded:
+	case <-time.After(5 * time.Second):
+		t.Errorf("token revoked: the event stream it opened still runs after 5 s")
+	}
 	for name, ck := range map[string]*http.Cookie{"logged out": byPW, "token revoked": byTok} {
 		if resp, _ := uiCall(t, addr, "GET", "/ui/api/view", ck.Value, nil, nil); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s: view %d, want 401", name, resp.StatusCode)
@@ -166,6 +172,29 @@ func TestDashboardLogin(t *testing.T) {
 		resp, _ := uiCall(t, addr, "GET", "/ui/api/view", byPW2.Value, nil, nil)
 		return resp.StatusCode == http.StatusUnauthorized
 	})
+}
+
+// openStream opens the dashboard's event stream with the session ck and
+// reads it; the channel closes when the stream ends.
+func openStream(t *testing.T, addr string, ck *http.Cookie) <-chan struct{} {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+addr+"/ui/api/events", nil)
+	req.AddCookie(ck)
+	resp, err := bare.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		t.Fatalf("events: %d", resp.StatusCode)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}()
+	return ended
 }
 
 // TestDashboardPages: / sends a browser to /ui/, the page comes with its

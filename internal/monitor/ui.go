@@ -165,18 +165,11 @@ func (u *ui) authed(next http.HandlerFunc) http.HandlerFunc {
 			next(w, r)
 			return
 		}
-		c, err := r.Cookie(cookieName)
-		if err != nil {
+		if _, err := r.Cookie(cookieName); err != nil {
 			api.Error(w, http.StatusUnauthorized, api.CodeUnauthorized, "log in to see the dashboard")
 			return
 		}
-		sess, ok := u.sessions.get(c.Value, time.Now())
-		if ok && u.cfg.Check != nil {
-			if err := u.cfg.Check(sess.user, sess.token); err != nil {
-				u.sessions.close(c.Value)
-				ok = false
-			}
-		}
+		sess, ok := u.session(r)
 		if !ok {
 			http.SetCookie(w, cookie("", r.TLS != nil))
 			api.Error(w, http.StatusUnauthorized, api.CodeUnauthorized, "the session ended: log in again")
@@ -185,6 +178,29 @@ func (u *ui) authed(next http.HandlerFunc) http.HandlerFunc {
 		r.Header.Set(userHeader, sess.user)
 		next(w, r)
 	}
+}
+
+// session returns the request's live session: its cookie names one that
+// has not expired, whose user still exists and whose token is still good
+// (a session that fails the check is closed). An open dashboard has one
+// always. The event stream asks again at each update, so that logging
+// out, revoking the token or deleting the user ends a stream already open.
+func (u *ui) session(r *http.Request) (session, bool) {
+	if u.cfg.Open {
+		return session{}, true
+	}
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return session{}, false
+	}
+	sess, ok := u.sessions.get(c.Value, time.Now())
+	if ok && u.cfg.Check != nil {
+		if err := u.cfg.Check(sess.user, sess.token); err != nil {
+			u.sessions.close(c.Value)
+			ok = false
+		}
+	}
+	return sess, ok
 }
 
 // userHeader carries the session's user to the handlers (set by authed

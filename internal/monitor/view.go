@@ -64,7 +64,7 @@ func (u *ui) handleView(w http.ResponseWriter, r *http.Request) {
 // handleEvents streams server-sent events: at once and then every second
 // an "update" with the view and each node's points newer than those sent
 // before (the first: the last hour's and day's). A browser reconnects by
-// itself when the stream breaks.
+// itself when the stream breaks; the stream ends when its session does.
 func (u *ui) handleEvents(w http.ResponseWriter, r *http.Request) {
 	select {
 	case u.streams <- struct{}{}:
@@ -82,6 +82,9 @@ func (u *ui) handleEvents(w http.ResponseWriter, r *http.Request) {
 	sent := map[string][2]int64{} // node → newest fine and coarse point sent
 	for {
 		next := u.next()
+		if _, ok := u.session(r); !ok {
+			return
+		}
 		if err := u.send(w, user, sent); err != nil {
 			return
 		}
