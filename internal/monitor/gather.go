@@ -115,6 +115,9 @@ func (s *Service) mergeOwn(nd history.NodeDump) {
 // pullHolder asks the dispatcher role's holder, when it is another node,
 // for what it adds to its view (its front door: the policy it runs and
 // its decisions), so that every node's dashboard shows the front door.
+// The loop asks only while a view is drawn (a dashboard open, a program
+// asking GET /ui/api/view): the first view after a quiet spell shows the
+// front door a second later.
 func (s *Service) pullHolder(ctx context.Context) {
 	holder, _ := s.cl.Dispatcher()
 	var addr string
@@ -139,6 +142,14 @@ func (s *Service) pullHolder(ctx context.Context) {
 	}
 	s.mu.Lock()
 	s.holderFront, s.holderID = front, holder
+	s.mu.Unlock()
+}
+
+// forgetHolder drops the holder's front door as last asked: nobody looks,
+// and a figure kept from then would show as now when someone looks again.
+func (s *Service) forgetHolder() {
+	s.mu.Lock()
+	s.holderFront, s.holderID = nil, ""
 	s.mu.Unlock()
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mure-dev/mure/internal/cluster"
@@ -58,7 +59,14 @@ type Service struct {
 	// it last answered (holderID: that holder).
 	holderFront json.RawMessage
 	holderID    string
+	// viewed is when the view was last drawn (Unix ns): the holder's
+	// front door is asked for only while someone looks.
+	viewed atomic.Int64
 }
+
+// watchKeep is how long after the last view drawn the holder's front
+// door is still asked for each second (a dashboard draws one a second).
+const watchKeep = 10 * time.Second
 
 // New checks cfg and returns the service.
 func New(cfg Config) *Service {
@@ -149,7 +157,11 @@ func (s *Service) loop(ctx context.Context) {
 			t.Reset(time.Until(time.Now().Truncate(s.cfg.Interval).Add(s.cfg.Interval)))
 			s.sample()
 			s.pull(ctx)
-			s.pullHolder(ctx)
+			if time.Since(time.Unix(0, s.viewed.Load())) < watchKeep {
+				s.pullHolder(ctx)
+			} else {
+				s.forgetHolder()
+			}
 			s.ui.publish()
 		}
 	}

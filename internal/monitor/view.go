@@ -37,6 +37,7 @@ type View struct {
 }
 
 func (s *Service) view(user string) View {
+	s.viewed.Store(time.Now().UnixNano())
 	v := View{Node: s.self, User: user, ClusterID: s.cl.ClusterID(), Time: time.Now().Unix(), Members: s.cl.Members(), Fields: history.Fields[:]}
 	v.Leader, _ = s.cl.Leader()
 	v.Dispatcher, v.DispatcherHow = s.cl.Dispatcher()
