@@ -21,7 +21,7 @@ type Field struct {
 // The figures of a node, in Point.V order.
 const (
 	CPU             = iota // of its quota (cgroup, else the machine's cores), 0..1
-	Pressure               // CPU pressure: work waiting for a CPU, per core
+	Pressure               // CPU pressure: work waiting for a CPU, 0..1 (load average per core without PSI or a v1 quota: may pass 1)
 	Mem                    // memory in use, page cache excluded
 	MemLimit               // its limit (the machine's memory without one)
 	DiskUsed               // bytes of blobs in the node's store

@@ -6,7 +6,7 @@
 
 const CHARTS = [
   { id: 'cpu', title: 'CPU, % of quota', fields: ['cpu'], scale: 100 },
-  { id: 'cpu_pressure', title: 'CPU pressure, %', fields: ['cpu_pressure'], scale: 100 },
+  { id: 'cpu_pressure', title: 'CPU pressure, % (without PSI or a v1 quota: load per core, may pass 100)', fields: ['cpu_pressure'], scale: 100 },
   { id: 'mem', title: 'memory in use', fields: ['mem_bytes'], bytes: true },
   { id: 'disk_used', title: 'disk used by blobs', fields: ['disk_used_bytes'], bytes: true },
   { id: 'disk_io', title: 'disk read, write per s', fields: ['disk_read_bps', 'disk_write_bps'], bytes: true },
