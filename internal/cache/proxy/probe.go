@@ -35,7 +35,7 @@ type ProbeStatus struct {
 // prober runs a Probe against the proxy's own listener.
 type prober struct {
 	cfg     Probe
-	proxy   string // the proxy's address
+	proxy   string // the object's URL at the proxy's own listener
 	host    string // the Host to ask the proxy for
 	origin  string // the object's URL at its origin
 	client  *http.Client
@@ -68,7 +68,7 @@ func (h *Handler) newProber(p Probe, proxyAddr string, useTLS bool) (*prober, er
 	// The probe dials its own listener: with TLS it skips checking its own
 	// certificate (issued for the names clients use, not this address).
 	tr := &http.Transport{DisableCompression: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: useTLS}}
-	return &prober{cfg: p, proxy: scheme + proxyAddr, host: host, origin: o.URL.String() + u.RequestURI(),
+	return &prober{cfg: p, proxy: scheme + proxyAddr + u.RequestURI(), host: host, origin: o.URL.String() + u.RequestURI(),
 		client: &http.Client{Timeout: 10 * time.Second, Transport: tr},
 		latency: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "cache", Name: "probe_seconds",
 			Help: "The latest time to fetch the probe object (--proxy-probe) through the proxy (via=cache) and from its origin (via=origin)."}, []string{"via"}),
@@ -98,8 +98,7 @@ func (p *prober) run(ctx context.Context) {
 
 func (p *prober) once(ctx context.Context) {
 	st := ProbeStatus{At: time.Now()}
-	u, _ := url.Parse(p.origin)
-	st.CacheSecs, st.CacheError = p.fetch(ctx, p.proxy+u.RequestURI(), p.host)
+	st.CacheSecs, st.CacheError = p.fetch(ctx, p.proxy, p.host)
 	st.OriginSecs, st.OriginError = p.fetch(ctx, p.origin, "")
 	p.latency.WithLabelValues("cache").Set(st.CacheSecs)
 	p.latency.WithLabelValues("origin").Set(st.OriginSecs)

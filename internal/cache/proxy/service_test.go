@@ -43,13 +43,18 @@ func TestNewServiceChecksConfig(t *testing.T) {
 }
 
 // TestServiceWithProbe starts the service as a node does and reads the
-// probe's figures from /status and the metrics.
+// probe's figures from /status and the metrics. The origin has a base
+// path: the probe asks the proxy for /probe, which is /base/probe there.
 func TestServiceWithProbe(t *testing.T) {
 	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/base/probe" {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Cache-Control", "max-age=60")
 		io.WriteString(w, strings.Repeat("p", 10<<10))
 	})
-	u, _ := url.Parse(o.URL)
+	u, _ := url.Parse(o.URL + "/base")
 	s, err := NewService(Config{Addr: "127.0.0.1:0", Origins: []Origin{{URL: u}}, Dir: t.TempDir(), NoSync: true, Alone: true,
 		Probe: Probe{URL: "/probe", Every: 20 * time.Millisecond}})
 	if err != nil {
