@@ -82,16 +82,7 @@ func (s *Service) handleAttach(w http.ResponseWriter, r *http.Request) {
 	u := fmt.Sprintf("http://%s/peer/attach/%s?cols=%d&rows=%d", addr, url.PathEscape(sess.ID), size.Cols, size.Rows)
 	dctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	up, resp, err := websocket.Dial(dctx, u, &websocket.DialOptions{HTTPClient: s.peer, HTTPHeader: http.Header{userHeader: {user}}})
-	// A node that has just restarted may not know the session yet while
-	// this node already sees it running there: ask again for a few seconds.
-	for try := 0; err != nil && resp != nil && resp.StatusCode == http.StatusNotFound && try < peerNotFoundRetries; try++ {
-		select {
-		case <-dctx.Done():
-		case <-time.After(250 * time.Millisecond):
-		}
-		up, resp, err = websocket.Dial(dctx, u, &websocket.DialOptions{HTTPClient: s.peer, HTTPHeader: http.Header{userHeader: {user}}})
-	}
+	up, resp, err := websocket.Dial(dctx, u, &websocket.DialOptions{HTTPClient: s.peer, HTTPHeader: s.peerHeader(http.Header{}, user)})
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusNotFound {
 			writeErr(w, fmt.Errorf("%w: %s (it may have just ended)", sessions.ErrNotFound, sess.ID))
@@ -112,12 +103,6 @@ func (s *Service) handleAttach(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) peerAttach(w http.ResponseWriter, r *http.Request) {
 	sess, ok := s.m.Record(r.PathValue("id"))
-	if !ok {
-		// A node that has just restarted may not have applied the
-		// record yet, while the node that routed here has.
-		s.catchUp(r.Context())
-		sess, ok = s.m.Record(r.PathValue("id"))
-	}
 	if !ok || sess.User != r.Header.Get(userHeader) {
 		writeErr(w, fmt.Errorf("%w: %s", sessions.ErrNotFound, r.PathValue("id")))
 		return
@@ -129,10 +114,6 @@ func (s *Service) peerAttach(w http.ResponseWriter, r *http.Request) {
 	}
 	s.attachHere(w, r, sess.ID, size)
 }
-
-// peerNotFoundRetries bounds the retries of an attach that the session's
-// node answers with 404 (12 x 250 ms).
-const peerNotFoundRetries = 12
 
 // attachHere serves a WebSocket client of a session whose holder runs on
 // this node.

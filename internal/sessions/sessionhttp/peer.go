@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,13 +20,48 @@ import (
 // authenticated it (the peer port admits only holders of the cluster key).
 const userHeader = "X-Mure-Session-User"
 
+// appliedHeader carries the state machine index the entry node had
+// applied when it sent a request here: the session records it acted on.
+const appliedHeader = "X-Mure-Session-Applied"
+
+// peerCatchUpWait bounds how long a peer request waits for this node to
+// apply what the entry node had. A node just restarted applies its log
+// only once the leader reaches it, which can take seconds (the leader
+// backs off from a node that was down).
+const peerCatchUpWait = 5 * time.Second
+
 func (s *Service) peerRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /peer/sessions", s.peerNew)
-	mux.HandleFunc("POST "+placePath, s.peerPlace)
-	mux.HandleFunc("DELETE /peer/sessions/{id}", s.peerKill)
-	mux.HandleFunc("GET /peer/sessions/stats", s.peerStats)
-	mux.HandleFunc("GET /peer/attach/{id}", s.peerAttach)
-	mux.HandleFunc("/peer/web/{id}/", s.peerWeb)
+	for pattern, h := range map[string]http.HandlerFunc{
+		"POST /peer/sessions":        s.peerNew,
+		"POST " + placePath:          s.peerPlace,
+		"DELETE /peer/sessions/{id}": s.peerKill,
+		"GET /peer/sessions/stats":   s.peerStats,
+		"GET /peer/attach/{id}":      s.peerAttach,
+		"/peer/web/{id}/":            s.peerWeb,
+	} {
+		mux.Handle(pattern, s.caughtUp(h))
+	}
+}
+
+// peerHeader is the header of a request made on another node for user.
+func (s *Service) peerHeader(h http.Header, user string) http.Header {
+	h.Set(userHeader, user)
+	h.Set(appliedHeader, strconv.FormatUint(s.cl.FSM().Applied(), 10))
+	return h
+}
+
+// caughtUp runs h once this node has applied what the node that sent the
+// request had (read its writes): a session the entry node sees running
+// here is known here too, even on a node that has just restarted.
+func (s *Service) caughtUp(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if idx, err := strconv.ParseUint(r.Header.Get(appliedHeader), 10, 64); err == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), peerCatchUpWait)
+			_ = s.cl.FSM().WaitApplied(ctx, idx)
+			cancel()
+		}
+		h(w, r)
+	})
 }
 
 func (s *Service) peerNew(w http.ResponseWriter, r *http.Request) {
@@ -84,7 +120,7 @@ func (s *Service) call(r *http.Request, node, method, path, user string, body an
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set(userHeader, user)
+	s.peerHeader(req.Header, user)
 	resp, err := s.peer.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("node %s (%s) could not be reached: %w", node, addr, err)

@@ -40,7 +40,7 @@ func (s *Service) handleWeb(w http.ResponseWriter, r *http.Request) {
 			pr.SetURL(&url.URL{Scheme: "http", Host: addr})
 			pr.Out.URL.Path = "/peer" + r.URL.Path
 			pr.Out.URL.RawPath = ""
-			pr.Out.Header.Set(userHeader, user)
+			s.peerHeader(pr.Out.Header, user)
 			pr.SetXForwarded()
 		},
 		ErrorHandler: webFailed(sess.ID),
@@ -72,6 +72,7 @@ func (s *Service) webHere(w http.ResponseWriter, r *http.Request, id string) {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Header.Del(userHeader)
+			pr.Out.Header.Del(appliedHeader)
 			pr.Out.Header.Set(sessions.SecretHeader, app.Secret)
 			pr.SetXForwarded()
 		},
