@@ -19,3 +19,11 @@ func runHolder(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	return holder.Run(ctx, args[0])
 }
+
+func init() {
+	register(holder.EnterCommand, "(internal) enter a session's cgroups, take its account and exec its program: started by a holder", runEnter)
+}
+
+func runEnter(_ context.Context, args []string, _, _ io.Writer) error {
+	return holder.Enter(args) // returns only when the exec failed
+}

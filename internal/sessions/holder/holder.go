@@ -106,25 +106,26 @@ func Run(ctx context.Context, dir string) error {
 	return nil
 }
 
-// start starts the program under a PTY as the session's account.
+// start starts the program under a PTY as the session's account, inside
+// its cgroups (enter.go).
 func (h *holder) start() error {
 	s := h.spec
-	h.cmd = exec.Command(s.Argv[0], s.Argv[1:]...)
-	h.cmd.Env = s.Env
-	h.cmd.Dir = s.Dir
-	attrs := &syscall.SysProcAttr{Setsid: true, Setctty: true,
-		Credential: &syscall.Credential{Uid: s.UID, Gid: s.GID, Groups: s.Groups}}
+	path, err := exec.LookPath(s.Argv[0])
+	if err != nil {
+		return fmt.Errorf("start %s: %w", s.Argv[0], err)
+	}
+	cmd, attrs, started, err := startCmd(s, path)
+	if err != nil {
+		return err
+	}
+	h.cmd = cmd
 	h.scr.init(&h.mu, int(s.Size.Cols), int(s.Size.Rows), s.Scrollback)
 	ptmx, err := pty.StartWithAttrs(h.cmd, &pty.Winsize{Cols: s.Size.Cols, Rows: s.Size.Rows}, attrs)
+	started()
 	if err != nil {
 		return fmt.Errorf("start %s as uid %d: %w", s.Argv[0], s.UID, err)
 	}
 	h.ptmx = ptmx
-	for _, cg := range s.Cgroups {
-		if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(h.cmd.Process.Pid)), 0o644); err != nil {
-			h.log.Warn("cannot put the session into its cgroup", "cgroup", cg, "err", err)
-		}
-	}
 	now := time.Now()
 	h.started, h.lastIn, h.lastOut = now, now, now
 	h.activity = newActivity(h.cmd.Process.Pid)

@@ -22,9 +22,15 @@ func startHolder(t *testing.T, script string) string {
 	if os.Geteuid() != 0 {
 		t.Skip("the holder switches accounts: run as root")
 	}
+	return startSpec(t, Spec{ID: "t1", Argv: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin", "TERM=xterm"},
+		Dir: "/", UID: nobody, GID: nobody, Size: Size{Cols: 40, Rows: 10}, Scrollback: 100})
+}
+
+// startSpec runs a holder of spec s and waits until it serves.
+func startSpec(t *testing.T, s Spec) string {
+	t.Helper()
 	dir := t.TempDir()
-	if err := WriteSpec(dir, Spec{ID: "t1", Argv: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin", "TERM=xterm"},
-		Dir: "/", UID: nobody, GID: nobody, Size: Size{Cols: 40, Rows: 10}, Scrollback: 100}); err != nil {
+	if err := WriteSpec(dir, s); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

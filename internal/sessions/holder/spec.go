@@ -38,7 +38,7 @@ type Spec struct {
 	// Scrollback is how many lines leaving the screen the emulator keeps.
 	Scrollback int `json:"scrollback"`
 	// Cgroups are cgroup directories (one per controller, cgroup v1, or one
-	// for v2) the program is put into; empty: none.
+	// for v2) the program starts inside (enter.go); empty: none.
 	Cgroups []string `json:"cgroups,omitempty"`
 }
 
