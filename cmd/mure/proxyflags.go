@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"strings"
+	"time"
 
 	"github.com/mure-dev/mure/internal/bytesize"
 	"github.com/mure-dev/mure/internal/cache/proxy"
@@ -15,7 +16,7 @@ func proxyFlags(fs *flag.FlagSet) func() *proxy.Config {
 	var cfg proxy.Config
 	var origins originList
 	mem, disk, maxObj := sizeFlag(64<<20), sizeFlag(1<<30), sizeFlag(16<<20)
-	heuristic := true
+	heuristic, bypass := true, true
 	fs.StringVar(&cfg.Addr, "proxy", "", "serve a caching reverse proxy (RFC 9111) at `ADDR` (host:port) for the --proxy-origin sites (default: off; docs/cache.md)")
 	fs.Var(&origins, "proxy-origin", "a site the proxy serves: `URL` (requests addressed to the proxy itself), HOST=URL, /PREFIX/=URL or HOST/PREFIX/=URL (repeatable; other Hosts are refused)")
 	fs.Var(&mem, "proxy-memory", "bytes of objects the proxy keeps in memory (e.g. 256MiB)")
@@ -23,13 +24,16 @@ func proxyFlags(fs *flag.FlagSet) func() *proxy.Config {
 	fs.Var(&maxObj, "proxy-max-object", "largest body the proxy stores; larger ones are passed through")
 	fs.StringVar(&cfg.Probe.URL, "proxy-probe", "", "every 5 s, time this object (`URL`: http://HOST/PATH, or /PATH of the default origin) through the proxy and from its origin: mure_cache_probe_seconds (paper 003's relay latency; default: off)")
 	fs.BoolVar(&heuristic, "proxy-heuristic", true, "give responses with Last-Modified but no explicit lifetime a heuristic one (10% of their age, at most a day), as RFC 9111 permits")
+	fs.BoolVar(&bypass, "proxy-bypass", true, "when the disk tier is past its capacity (--proxy-disk-queue, --proxy-disk-latency), send requests for objects held only on disk to the origin and keep new objects in memory only, instead of queuing behind the disk")
+	fs.IntVar(&cfg.DiskQueue, "proxy-disk-queue", 64, "disk tier reads and writes in flight beyond which the disk counts as busy (see --proxy-bypass)")
+	fs.DurationVar(&cfg.DiskLatency, "proxy-disk-latency", 100*time.Millisecond, "age of the oldest disk tier operation in flight beyond which the disk counts as busy (see --proxy-bypass)")
 	return func() *proxy.Config {
 		if cfg.Addr == "" {
 			return nil
 		}
 		cfg.Origins = origins
 		cfg.MemoryBytes, cfg.DiskBytes, cfg.Limits.MaxObject = int64(mem), int64(disk), int64(maxObj)
-		cfg.NoHeuristic = !heuristic
+		cfg.NoHeuristic, cfg.NoBypass = !heuristic, !bypass
 		return &cfg
 	}
 }

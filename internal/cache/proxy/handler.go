@@ -135,8 +135,12 @@ func (h *Handler) serveCacheable(w http.ResponseWriter, r *http.Request, o *Orig
 	if meta != nil {
 		obj, err := h.tiers.Get(meta)
 		switch {
+		case errors.Is(err, tier.ErrBusy) && !cache.OnlyIfCached(r.Header):
+			h.overloaded(w, r, o)
+			return
 		case err != nil:
-			// Evicted or corrupt since the lookup: a miss.
+			// Evicted or corrupt since the lookup (or only-if-cached on
+			// a busy disk): a miss.
 		case d.Action == cache.Serve:
 			h.metrics.result(resultHit)
 			h.writeStored(w, r, obj, cache.Status{Hit: true, TTL: d.TTL(), HasTTL: true})
@@ -177,6 +181,14 @@ func (h *Handler) serveCacheable(w http.ResponseWriter, r *http.Request, o *Orig
 		return
 	}
 	h.miss(w, r, o, key, fwd)
+}
+
+// overloaded answers a request whose object is only on a busy disk: it
+// goes to the origin as it came (its validators and range too) instead of
+// queuing behind the disk, and nothing is stored (docs/cache.md, bypass).
+func (h *Handler) overloaded(w http.ResponseWriter, r *http.Request, o *Origin) {
+	h.metrics.result(resultOverload)
+	h.pass(w, r, o, cache.Status{Fwd: cache.FwdBypass, Detail: "overload"})
 }
 
 // miss fetches an object no variant of which answers: concurrent misses

@@ -17,6 +17,7 @@ const (
 	resultMiss        = "miss"
 	resultCollapsed   = "collapsed"
 	resultBypass      = "bypass"
+	resultOverload    = "overload"
 	resultRefused     = "refused"
 	resultError       = "error"
 	resultPeer        = "peer"
@@ -37,7 +38,7 @@ type metrics struct {
 // Counts are the proxy's running totals since the node started.
 type Counts struct {
 	// Requests by result (hit, stale, revalidated, miss, collapsed,
-	// bypass, refused, error, peer).
+	// bypass, overload, refused, error, peer).
 	Requests map[string]int64 `json:"requests"`
 	// Bytes of bodies sent to clients, by where they came from (cache,
 	// origin, peer).
@@ -102,7 +103,7 @@ func newMetrics() *metrics {
 	return &metrics{
 		counts: Counts{Requests: map[string]int64{}, Bytes: map[string]int64{}},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Subsystem: "cache", Name: "requests_total",
-			Help: "Requests to the caching proxy by result: hit, stale (served stale), revalidated (304 from the origin), miss, collapsed (waited for another request's fetch), bypass (not cacheable), refused (unknown Host), error, peer (relayed from the key's owner node)."}, []string{"result"}),
+			Help: "Requests to the caching proxy by result: hit, stale (served stale), revalidated (304 from the origin), miss, collapsed (waited for another request's fetch), bypass (not cacheable), overload (stored only on a busy disk: sent to the origin), refused (unknown Host), error, peer (relayed from the key's owner node)."}, []string{"result"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Subsystem: "cache", Name: "served_bytes_total",
 			Help: "Body bytes the proxy sent to clients, from the cache or from the origin."}, []string{"from"}),
 		fetches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "mure", Subsystem: "cache", Name: "origin_fetches_total",
@@ -118,10 +119,17 @@ func (m *metrics) register(reg prometheus.Registerer, tiers *tier.Tiers) error {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "cache", Name: name, Help: help},
 			func() float64 { return f(tiers.Stats()) })
 	}
+	counter := func(name, help string, f func(tier.Stats) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "mure", Subsystem: "cache", Name: name, Help: help},
+			func() float64 { return f(tiers.Stats()) })
+	}
 	for _, c := range []prometheus.Collector{m.requests, m.bytes, m.fetches, m.collapsed,
 		gauge("memory_bytes", "Bytes held by the memory tier.", func(s tier.Stats) float64 { return float64(s.MemoryBytes) }),
 		gauge("disk_bytes", "Bytes held by the disk tier.", func(s tier.Stats) float64 { return float64(s.DiskBytes) }),
 		gauge("objects", "Objects stored in any tier.", func(s tier.Stats) float64 { return float64(s.Objects) }),
+		gauge("disk_inflight", "Disk tier reads and writes in flight.", func(s tier.Stats) float64 { return float64(s.DiskInflight) }),
+		counter("disk_refused_total", "Disk tier reads refused because the disk was busy (the request went to the origin).", func(s tier.Stats) float64 { return float64(s.DiskRefused) }),
+		counter("disk_skipped_total", "Objects kept in memory only because the disk was busy.", func(s tier.Stats) float64 { return float64(s.DiskSkipped) }),
 	} {
 		if err := reg.Register(c); err != nil {
 			return err

@@ -30,6 +30,14 @@ type Config struct {
 	Dir string
 	// MemoryBytes and DiskBytes bound the tiers (0: 64 MiB and 1 GiB).
 	MemoryBytes, DiskBytes int64
+	// DiskQueue and DiskLatency say when the disk tier is past its
+	// capacity (operations in flight; age of the oldest; 0: 64 and
+	// 100 ms): requests for objects held only on disk then go to the
+	// origin, and new objects stay in memory only. NoBypass turns this
+	// off: every request waits for the disk however long its queue.
+	DiskQueue   int
+	DiskLatency time.Duration
+	NoBypass    bool
 	// NoHeuristic turns heuristic freshness off: responses without an
 	// explicit lifetime are then always validated.
 	NoHeuristic bool
@@ -94,6 +102,9 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.MemoryBytes < 0 || cfg.DiskBytes < 0 {
 		return nil, errors.New("proxy: tier sizes must not be negative")
 	}
+	if cfg.DiskQueue < 0 || cfg.DiskLatency < 0 {
+		return nil, errors.New("proxy: --proxy-disk-queue and --proxy-disk-latency must not be negative")
+	}
 	cfg.Limits.fill()
 	return &Service{cfg: cfg}, nil
 }
@@ -143,7 +154,8 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 	if s.cfg.Purges == nil && env.Cluster != nil {
 		s.cfg.Purges = clusterPurges{env.Cluster}
 	}
-	tiers, err := tier.Open(tier.Config{MemoryBytes: s.cfg.MemoryBytes, Dir: s.cfg.Dir, DiskBytes: s.cfg.DiskBytes, NoSync: s.cfg.NoSync, Logger: env.Logger})
+	tiers, err := tier.Open(tier.Config{MemoryBytes: s.cfg.MemoryBytes, Dir: s.cfg.Dir, DiskBytes: s.cfg.DiskBytes, NoSync: s.cfg.NoSync, Logger: env.Logger,
+		DiskQueue: s.cfg.DiskQueue, DiskLatency: s.cfg.DiskLatency, NoBypass: s.cfg.NoBypass})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,9 @@ var (
 	ErrNotFound = errors.New("cache object not found")
 	// ErrCorrupt: the object's file failed its checksum (it was removed).
 	ErrCorrupt = errors.New("cache object corrupt")
+	// ErrBusy: the object is only on disk and the disk is past its
+	// capacity (Config.DiskQueue, DiskLatency); ask the origin instead.
+	ErrBusy = errors.New("cache disk tier busy")
 )
 
 // Meta is what the tiers know of an object without reading its body.

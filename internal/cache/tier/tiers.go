@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/maypok86/otter/v2"
 )
@@ -20,9 +21,24 @@ type Config struct {
 	Dir string
 	// DiskBytes bounds the disk tier's files (0: 1 GiB).
 	DiskBytes int64
+	// DiskQueue bounds the disk operations in flight (0: 64), and
+	// DiskLatency how long the oldest of them may have run (0: 100 ms).
+	// Past either, the disk is busy: Get refuses an object held only on
+	// disk (ErrBusy) and Put keeps a new object in memory only, so that
+	// the caller goes to the origin instead of queuing behind the disk.
+	// A low bound sends more requests to the origin sooner; a high one
+	// lets the disk's queue, and every miss's latency, grow first.
+	DiskQueue   int
+	DiskLatency time.Duration
+	// NoBypass admits every disk operation however busy the disk is
+	// (the baseline of paper 003's experiment).
+	NoBypass bool
 	// NoSync skips fsync (tests only).
 	NoSync bool
-	Logger *slog.Logger
+	// BeforeDiskIO, when set, is called before every disk read and
+	// write (tests: a slow or stuck disk).
+	BeforeDiskIO func()
+	Logger       *slog.Logger
 }
 
 // entry is the index's record of one object.
@@ -40,6 +56,7 @@ type Tiers struct {
 	cfg  Config
 	mem  *otter.Cache[string, *Object]
 	disk *disk
+	gate *gate
 
 	mu        sync.Mutex
 	byKey     map[string][]*entry // primary key → variants
@@ -48,7 +65,7 @@ type Tiers struct {
 	diskBytes int64
 	diskLRU   *list.List // of *entry, most recently used at the front
 
-	promotions, demotions, diskEvictions, corrupt atomic.Int64
+	promotions, demotions, diskEvictions, corrupt, refused, skipped atomic.Int64
 }
 
 // Open opens the tiers; with a directory, the objects already on disk are
@@ -60,10 +77,17 @@ func Open(cfg Config) (*Tiers, error) {
 	if cfg.DiskBytes <= 0 {
 		cfg.DiskBytes = 1 << 30
 	}
+	if cfg.DiskQueue <= 0 {
+		cfg.DiskQueue = 64
+	}
+	if cfg.DiskLatency <= 0 {
+		cfg.DiskLatency = 100 * time.Millisecond
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	t := &Tiers{cfg: cfg, byKey: map[string][]*entry{}, byID: map[string]*entry{}, diskLRU: list.New()}
+	t := &Tiers{cfg: cfg, byKey: map[string][]*entry{}, byID: map[string]*entry{}, diskLRU: list.New(),
+		gate: newGate(cfg.DiskQueue, cfg.DiskLatency, cfg.NoBypass)}
 	mem, err := otter.New(&otter.Options[string, *Object]{
 		MaximumWeight: uint64(cfg.MemoryBytes),
 		Weigher: func(_ string, o *Object) uint32 {
@@ -161,7 +185,8 @@ func (t *Tiers) Variants(key string) []*Meta {
 
 // Get returns an object whole: from memory, else from disk (checked, and
 // promoted to memory). A corrupt file is removed and ErrNotFound returned
-// wrapped with ErrCorrupt.
+// wrapped with ErrCorrupt. When the object is only on disk and the disk
+// is busy, Get returns ErrBusy at once.
 func (t *Tiers) Get(m *Meta) (*Object, error) {
 	id := m.ID()
 	if o, ok := t.mem.GetIfPresent(id); ok && o.ResponseTime.Equal(m.ResponseTime) {
@@ -178,7 +203,14 @@ func (t *Tiers) Get(m *Meta) (*Object, error) {
 	if !onDisk {
 		return nil, ErrNotFound
 	}
+	leave, ok := t.gate.enter(false)
+	if !ok {
+		t.refused.Add(1)
+		return nil, ErrBusy
+	}
+	t.beforeIO()
 	o, size, err := t.disk.read(id)
+	leave()
 	if err != nil {
 		if errors.Is(err, ErrCorrupt) {
 			t.corrupt.Add(1)
@@ -218,18 +250,44 @@ func (t *Tiers) touch(id string) {
 	t.mu.Unlock()
 }
 
+// beforeIO calls the test seam, if any.
+func (t *Tiers) beforeIO() {
+	if t.cfg.BeforeDiskIO != nil {
+		t.cfg.BeforeDiskIO()
+	}
+}
+
+// Busy reports whether the disk tier is past its capacity now (Get would
+// refuse an object held only on disk).
+func (t *Tiers) Busy() bool { return t.disk != nil && t.gate.busy() }
+
 // Put stores a whole object in both tiers, replacing the variant it
-// names, and drops variants of its key that vary on other fields.
+// names, and drops variants of its key that vary on other fields. When
+// the disk is busy the object is kept in memory only (counted as
+// skipped).
 func (t *Tiers) Put(o *Object) error {
 	o.Size = int64(len(o.Body))
 	var size int64
+	onDisk := false
 	if t.disk != nil {
-		var err error
-		if size, err = t.disk.write(o); err != nil {
-			return fmt.Errorf("cache disk tier: %w", err)
+		if leave, ok := t.gate.enter(false); ok {
+			t.beforeIO()
+			var err error
+			size, err = t.disk.write(o)
+			leave()
+			if err != nil {
+				return fmt.Errorf("cache disk tier: %w", err)
+			}
+			onDisk = true
+		} else {
+			t.skipped.Add(1)
 		}
 	}
 	t.mu.Lock()
+	if old := t.byID[o.ID()]; !onDisk && old != nil && old.lru != nil {
+		// The file holds the response this one replaces.
+		t.dropLocked(old, true)
+	}
 	var dropped []string
 	for _, v := range append([]*entry(nil), t.byKey[o.Key]...) {
 		if strings.Join(v.meta.Vary, ",") != strings.Join(o.Vary, ",") {
@@ -238,7 +296,7 @@ func (t *Tiers) Put(o *Object) error {
 		}
 	}
 	e := t.addLocked(&o.Meta)
-	if t.disk != nil {
+	if onDisk {
 		e.diskSize = size
 		e.lru = t.diskLRU.PushFront(e)
 		t.diskBytes += size
@@ -311,6 +369,14 @@ type Stats struct {
 	Demotions     int64 `json:"demotions"`
 	DiskEvictions int64 `json:"disk_evictions"`
 	Corrupt       int64 `json:"corrupt"`
+	// DiskInflight is the disk operations in flight and DiskOldest how
+	// long the oldest has run; DiskRefused counts the reads refused and
+	// DiskSkipped the objects kept in memory only because the disk was
+	// busy.
+	DiskInflight int           `json:"disk_inflight"`
+	DiskOldest   time.Duration `json:"disk_oldest_ns"`
+	DiskRefused  int64         `json:"disk_refused"`
+	DiskSkipped  int64         `json:"disk_skipped"`
 }
 
 // Stats returns the tiers' figures now.
@@ -320,6 +386,8 @@ func (t *Tiers) Stats() Stats {
 	t.mu.Unlock()
 	s.MemoryBytes, s.MemoryObjects = int64(t.mem.WeightedSize()), t.mem.EstimatedSize()
 	s.Promotions, s.Demotions, s.DiskEvictions, s.Corrupt = t.promotions.Load(), t.demotions.Load(), t.diskEvictions.Load(), t.corrupt.Load()
+	s.DiskInflight, s.DiskOldest = t.gate.load()
+	s.DiskRefused, s.DiskSkipped = t.refused.Load(), t.skipped.Load()
 	return s
 }
 
