@@ -72,6 +72,7 @@ func newTestbedFlagSet(stderr io.Writer) (*flag.FlagSet, *testbedFlags) {
 	fs.IntVar(&c.DataMB, "data-size", 4096, "up: size in `MB` of the tmpfs holding the nodes' data (tmpfs)")
 	fs.StringVar(&tf.nodeArgs, "node-args", "", "up: extra `ARGS` of mure serve on every server, space-separated")
 	fs.BoolVar(&c.Hub, "hub", false, "up: add the single-address cluster's client network: eth1 on every host, on a flooding bridge (a hub), on the next /24")
+	fs.BoolVar(&c.Auth, "auth", false, "up: start the nodes with authentication on (the admin credential is s1's DATA/admin.token, e.g. for S3 access keys)")
 	fs.BoolVar(&c.Unbalanced, "unbalanced", false, "up: allow CPU quotas above 1.6 cores in all and client links below 1.5× the servers'")
 	fs.StringVar(&c.Subnet, "subnet", testbed.DefaultSubnet, "the hosts' private `/24`")
 	fs.StringVar(&c.Prefix, "prefix", testbed.DefaultPrefix, "`PREFIX` of every name the testbed creates")

@@ -64,6 +64,12 @@ type Config struct {
 	// Unbalanced lifts the MinClientRatio and MaxTotalCPU checks (for
 	// experiments that want the clients to be the limit).
 	Unbalanced bool
+	// Auth starts the nodes with authentication on: the first server
+	// writes the admin credential into its data directory (AdminToken),
+	// which the testbed's own requests then carry; S3 access keys need it
+	// (a signed request names a key, and only a user may make one). Off by
+	// default: the testbed's tools (mure testbed bench) send no credentials.
+	Auth bool
 }
 
 // Defaults of Config.

@@ -118,7 +118,7 @@ func checkDiskRates(t *testing.T, ctx context.Context, tb *Testbed) {
 				t.Error(err)
 			}
 		}
-		if err := waitMembers(ctx, tb.Servers()); err != nil {
+		if err := waitMembers(ctx, tb.Servers(), tb.AdminToken()); err != nil {
 			t.Fatalf("after the disk check: %v", err)
 		}
 	}()

@@ -41,7 +41,19 @@ func (tb *Testbed) startNodes(ctx context.Context) error {
 			return err
 		}
 	}
-	return waitMembers(ctx, servers)
+	return waitMembers(ctx, servers, tb.AdminToken())
+}
+
+// AdminToken returns the admin credential the first server's node wrote
+// into its data directory when it founded the cluster with Config.Auth
+// ("" without one).
+func (tb *Testbed) AdminToken() string {
+	s := tb.Servers()
+	if len(s) == 0 || s[0].Data == "" {
+		return ""
+	}
+	b, _ := os.ReadFile(filepath.Join(s[0].Data, "admin.token"))
+	return strings.TrimSpace(string(b))
 }
 
 // startNode starts host h's node in the background (it outlives this
@@ -57,9 +69,10 @@ func (tb *Testbed) startNode(ctx context.Context, h *Host, extra ...string) erro
 		return err
 	}
 	defer logf.Close()
-	// --auth=false: the testbed is an emulated lab on one machine whose
-	// tools (curl, mure bench, mure config) send no credentials yet.
-	args := append([]string{"serve", "--data", h.Data, "--http", h.HTTP(), "--peer", h.Peer(), "--auth=false"}, extra...)
+	// --auth=false unless Config.Auth: the testbed is an emulated lab on
+	// one machine whose tools (curl, mure bench) send no credentials.
+	args := []string{"serve", "--data", h.Data, "--http", h.HTTP(), "--peer", h.Peer(), "--auth=" + strconv.FormatBool(tb.Config.Auth)}
+	args = append(args, extra...)
 	args = append(args, tb.Config.NodeArgs...)
 	cmd := tb.Command(context.WithoutCancel(ctx), h, tb.Config.Binary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -114,14 +127,15 @@ func waitReady(ctx context.Context, h *Host) error {
 	}
 }
 
-// waitMembers polls every node's /status until each sees all servers alive.
-func waitMembers(ctx context.Context, servers []*Host) error {
+// waitMembers polls every node's /status until each sees all servers
+// alive; token is the admin credential ("" when the nodes ask none).
+func waitMembers(ctx context.Context, servers []*Host, token string) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	c := &http.Client{Timeout: 2 * time.Second}
 	for _, h := range servers {
 		for {
-			n, err := aliveMembers(ctx, c, h)
+			n, err := aliveMembers(ctx, c, h, token)
 			if err == nil && n == len(servers) {
 				break
 			}
@@ -135,8 +149,11 @@ func waitMembers(ctx context.Context, servers []*Host) error {
 	return nil
 }
 
-func aliveMembers(ctx context.Context, c *http.Client, h *Host) (int, error) {
+func aliveMembers(ctx context.Context, c *http.Client, h *Host, token string) (int, error) {
 	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+h.HTTP()+"/status", nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err
