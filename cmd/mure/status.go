@@ -141,21 +141,25 @@ func printFrontNodes(w io.Writer, f *frontdoor.Status) error {
 }
 
 // printMembers prints one line per member: its catalogue state, gossip
-// view, raft role, address, zone, load figures and supported namespaces.
+// view, raft role, address, zone, round trip from the node asked, load
+// figures and supported namespaces.
 func printMembers(w io.Writer, members []cluster.Member) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  ID\tSTATE\tGOSSIP\tRAFT\tHTTP\tZONE\tCONNS\tCPU\tFREE MEM\tNAMESPACES")
+	fmt.Fprintln(tw, "  ID\tSTATE\tGOSSIP\tRAFT\tHTTP\tZONE\tRTT\tCONNS\tCPU\tFREE MEM\tNAMESPACES")
 	for _, m := range members {
 		role := or(m.Suffrage, "-")
 		if m.Leader {
 			role += " (leader)"
 		}
-		conns, cpu, free := "-", "-", "-"
+		conns, cpu, free, rtt := "-", "-", "-", "-"
+		if m.RTTMillis > 0 {
+			rtt = fmt.Sprintf("%.2f ms", m.RTTMillis)
+		}
 		if l := m.Load; l != nil {
 			conns, cpu, free = fmt.Sprint(l.Connections), fmt.Sprintf("%.0f%%", 100*l.CPU), human(l.FreeMemory)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, or(string(m.State), "-"), or(string(m.Gossip), "-"), role, or(m.HTTPAddr, "-"), or(m.Zone, "-"),
-			conns, cpu, free, or(m.Supports, "-"))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, or(string(m.State), "-"), or(string(m.Gossip), "-"), role, or(m.HTTPAddr, "-"), or(m.Zone, "-"),
+			rtt, conns, cpu, free, or(m.Supports, "-"))
 	}
 	return tw.Flush()
 }

@@ -136,6 +136,17 @@ func TestClusterApplyAndLeaderChange(t *testing.T) {
 			}
 			return true
 		})
+		// and has measured its round trip to every other by gossip's
+		// probes (the read order's nearness key, decision 0041)
+		waitFor(t, s.c.NodeID()+" measures the round trip to every other", func() bool {
+			for _, m := range s.c.Members() {
+				self := m.ID == s.c.NodeID()
+				if rtt := s.c.RTT(m.ID); self != (rtt == 0) || self != (m.RTTMillis == 0) || rtt > time.Second {
+					return false
+				}
+			}
+			return true
+		})
 	}
 	follower := seats[(lead+1)%3]
 	set := func(s *seat, v string) {

@@ -52,6 +52,9 @@ type peerView struct {
 	supports meta.Supports
 	state    GossipState
 	since    time.Time
+	// rtt is the latest round trips of memberlist's probes of it, as
+	// this node measured them (rtt.go).
+	rtt rttSamples
 }
 
 // gossip owns memberlist and the view of members it produces.
@@ -81,6 +84,7 @@ func (c *Cluster) startGossip() error {
 	mc.SecretKey = c.cfg.Key.GossipKey()
 	mc.Delegate = g
 	mc.Events = g
+	mc.Ping = g
 	mc.Merge = &mergeGuard{c: c}
 	mc.ProbeInterval, mc.ProbeTimeout, mc.GossipInterval = t.GossipProbeInterval, t.GossipProbeTimeout, t.GossipInterval
 	mc.SuspicionMult = t.GossipSuspicionMult

@@ -31,6 +31,10 @@ type Member struct {
 	Supports string `json:"supports,omitempty"`
 	// Zone is the member's --zone label as it gossips it ("": none).
 	Zone string `json:"zone,omitempty"`
+	// RTTMillis is the round-trip time to the member as the node asked
+	// measures it (Cluster.RTT), in milliseconds (absent: none yet, or the
+	// node itself).
+	RTTMillis float64 `json:"rtt_ms,omitempty"`
 }
 
 // Members returns every node known to the catalogue or to gossip.
@@ -51,6 +55,7 @@ func (c *Cluster) Members() []Member {
 		m.Load = p.meta.Load
 		m.Supports = p.meta.Supports
 		m.Zone = p.meta.Zone
+		m.RTTMillis = millis(p.rtt.min())
 	}
 	if m := byID[c.cfg.NodeID]; m != nil {
 		if l := c.localLoad(); l != nil {

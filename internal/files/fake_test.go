@@ -123,6 +123,7 @@ func (s *fakeSeat) Zone() string         { return "" }
 func (s *fakeSeat) Locality(string) (string, *cluster.Load) {
 	return "", nil
 }
+func (s *fakeSeat) RTT(string) time.Duration { return 0 }
 func (s *fakeSeat) HasReadLease() bool {
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()

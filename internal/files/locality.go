@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
+	"time"
 
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/meta"
@@ -14,9 +16,12 @@ import (
 // asked would try it for a read (Status.ReadOrder), with why it sits
 // where it does.
 type ReadChoice struct {
-	Node   string `json:"node"`
-	Zone   string `json:"zone,omitempty"`
-	Reason string `json:"reason"`
+	Node string `json:"node"`
+	Zone string `json:"zone,omitempty"`
+	// RTTMillis is the round-trip time to the node as the node asked
+	// measures it, in milliseconds (absent: not measured, or itself).
+	RTTMillis float64 `json:"rtt_ms,omitempty"`
+	Reason    string  `json:"reason"`
 }
 
 // holder is what readOrder knows of one node with a valid copy.
@@ -28,6 +33,7 @@ type holder struct {
 	writer bool
 	alive  bool // seen alive (or suspect) by gossip
 	load   *cluster.Load
+	rtt    time.Duration // the reader's round trip to it (0: not measured)
 }
 
 // Ranks of readOrder, best first.
@@ -67,11 +73,24 @@ func (h holder) cpuPercent() int {
 	return int(math.Round(100 * h.load.CPU))
 }
 
+// rttClass is h's round trip in classes that double from a millisecond:
+// 0 below 1 ms, 1 below 2 ms, 2 below 4 ms, 3 below 8 ms, and so on.
+// Holders in one class are equally near and their load decides: a LAN's
+// round trips differ by noise, not by distance (docs/decisions/0041).
+// A holder not measured yet comes after every measured one.
+func (h holder) rttClass() int {
+	if h.rtt <= 0 {
+		return math.MaxInt
+	}
+	return bits.Len64(uint64(h.rtt / time.Millisecond))
+}
+
 // readOrder orders the holders of a valid copy for a read by a node in
-// zone (docs/decisions/0036): by rank, then, among holders seen alive,
-// those with load figures before those without, the least CPU used, the
-// fewest open connections; then by node ID, so that the order is stable.
-// It returns a sorted copy.
+// zone (docs/decisions/0036, 0041): by rank, then, among holders seen
+// alive, the nearest by measured round trip (rttClass), then those with
+// load figures before those without, the least CPU used, the fewest open
+// connections; then by node ID, so that the order is stable. It returns a
+// sorted copy.
 func readOrder(zone string, hs []holder) []holder {
 	out := slices.Clone(hs)
 	slices.SortStableFunc(out, func(a, b holder) int {
@@ -79,6 +98,9 @@ func readOrder(zone string, hs []holder) []holder {
 			return c
 		}
 		if a.alive && !a.local && !a.writer {
+			if c := cmp.Compare(a.rttClass(), b.rttClass()); c != 0 {
+				return c
+			}
 			if c := cmp.Compare(a.noFigures(), b.noFigures()); c != 0 {
 				return c
 			}
@@ -122,6 +144,9 @@ func (h holder) reason(zone string) string {
 			why = "no zone to match, "
 		}
 	}
+	if h.rtt > 0 {
+		why += "rtt " + h.rtt.Round(10*time.Microsecond).String() + ", "
+	}
 	if h.load == nil {
 		return why + "no load figures yet"
 	}
@@ -133,8 +158,12 @@ func (s *Service) holders(f *meta.File) []holder {
 	hs := make([]holder, 0, len(f.Valid))
 	for _, id := range f.Valid {
 		zone, load := s.cl.Locality(id)
-		hs = append(hs, holder{id: id, zone: zone, load: load, local: id == s.self, writer: id == f.Holder,
-			alive: id == s.self || s.cl.Alive(id)})
+		h := holder{id: id, zone: zone, load: load, local: id == s.self, writer: id == f.Holder,
+			alive: id == s.self || s.cl.Alive(id)}
+		if !h.local {
+			h.rtt = s.cl.RTT(id)
+		}
+		hs = append(hs, h)
 	}
 	return hs
 }
@@ -145,7 +174,7 @@ func (s *Service) ReadOrder(f *meta.File) []ReadChoice {
 	zone := s.cl.Zone()
 	out := []ReadChoice{}
 	for _, h := range readOrder(zone, s.holders(f)) {
-		out = append(out, ReadChoice{Node: h.id, Zone: h.zone, Reason: h.reason(zone)})
+		out = append(out, ReadChoice{Node: h.id, Zone: h.zone, RTTMillis: float64(h.rtt.Microseconds()) / 1000, Reason: h.reason(zone)})
 	}
 	return out
 }

@@ -29,6 +29,9 @@ type Cluster interface {
 	// latest load figures as gossip last told them (nil: none yet).
 	Zone() string
 	Locality(id string) (zone string, load *cluster.Load)
+	// RTT is this node's estimate of the round-trip time to node id
+	// (0: none measured yet).
+	RTT(id string) time.Duration
 	CatchUp(ctx context.Context) error
 }
 
