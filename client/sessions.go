@@ -32,6 +32,8 @@ type Session struct {
 	Web string `json:"web,omitempty"`
 	// Parent is the session this one was started from; it ends with it.
 	Parent string `json:"parent,omitempty"`
+	// Command is the program asked for with mure run (empty: the kind's).
+	Command []string `json:"command,omitempty"`
 	// Placement is why the session went to Node (nil: the node asked, or
 	// named with --on).
 	Placement *Placement `json:"placement,omitempty"`
@@ -66,12 +68,15 @@ type NewSession struct {
 	// Parent makes it belong to that session of the caller's: it ends
 	// with it.
 	Parent string `json:"parent,omitempty"`
+	// Command runs instead of the kind's program (mure run -- CMD): only
+	// in a shell kind without a command of its own.
+	Command []string `json:"command,omitempty"`
 }
 
 // StartSession starts a session of the caller's and returns it.
 func (c *Client) StartSession(ctx context.Context, n NewSession) (Session, error) {
 	var s Session
-	body := map[string]any{"kind": n.Kind, "cols": n.Cols, "rows": n.Rows, "node": n.Node, "parent": n.Parent}
+	body := map[string]any{"kind": n.Kind, "cols": n.Cols, "rows": n.Rows, "node": n.Node, "parent": n.Parent, "command": n.Command}
 	return s, c.sendJSON(ctx, http.MethodPost, "/sessions", body, &s)
 }
 

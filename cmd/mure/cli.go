@@ -12,6 +12,7 @@ import (
 	"github.com/mure-dev/mure/client"
 	"github.com/mure-dev/mure/internal/certs"
 	"github.com/mure-dev/mure/internal/node"
+	"github.com/mure-dev/mure/internal/sessions"
 )
 
 // clientFlags are the flags common to every client command.
@@ -62,8 +63,10 @@ func (s secretFlag) String() string     { return "" }
 func (s secretFlag) Set(v string) error { *s.p = v; return nil }
 
 // client returns a client of --node with the first credential found:
-// --token (MURE_TOKEN), MURE_USER and MURE_PASSWORD, or the admin
-// credential of the node whose data directory --data names.
+// --token (MURE_TOKEN), MURE_USER and MURE_PASSWORD, the credential of
+// the session this runs in (MURE_SESSION_TOKEN: it may only start and
+// attach to the session's children, mure run), or the admin credential
+// of the node whose data directory --data names.
 func (cf *clientFlags) client(more ...client.Option) *client.Client {
 	opts := append([]client.Option{cf.credential()}, more...)
 	if cf.ca != "" {
@@ -81,8 +84,13 @@ func (cf *clientFlags) credential() client.Option {
 	if cf.token != "" {
 		return client.WithToken(cf.token)
 	}
-	if u := os.Getenv("MURE_USER"); u != "" {
+	sess := os.Getenv(sessions.CredentialEnv)
+	// A session's program has MURE_USER (its user's name) but no password.
+	if u := os.Getenv("MURE_USER"); u != "" && (os.Getenv("MURE_PASSWORD") != "" || sess == "") {
 		return client.WithBasicAuth(u, os.Getenv("MURE_PASSWORD"))
+	}
+	if sess != "" {
+		return client.WithToken(sess)
 	}
 	if cf.data != "" {
 		b, err := os.ReadFile(filepath.Join(cf.data, node.AdminTokenFile))

@@ -82,7 +82,7 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return usageError(fs, "--detach-key: %v", err)
 		}
-		return attach(ctx, c, pos[1], key, stdout, stderr)
+		return attach(ctx, c, pos[1], key, false, stdout, stderr)
 	case "kill":
 		if err := checkArgs(fs, pos, 2, 2); err != nil {
 			return err
@@ -161,8 +161,9 @@ func parseDetachKey(s string) (int, error) {
 }
 
 // attach runs this terminal as a client of session id until the detach
-// key, the session's end, or a cut connection.
-func attach(ctx context.Context, c *client.Client, id string, detachKey int, stdout, stderr io.Writer) error {
+// key, the session's end, or a cut connection: on the alternate screen,
+// or inline (mure run: the session's output stays in the terminal).
+func attach(ctx context.Context, c *client.Client, id string, detachKey int, inline bool, stdout, stderr io.Writer) error {
 	cols, rows := termSize()
 	conn, err := c.AttachSession(ctx, id, cols, rows)
 	if err != nil {
@@ -176,8 +177,10 @@ func attach(ctx context.Context, c *client.Client, id string, detachKey int, std
 			return fmt.Errorf("raw terminal: %w", err)
 		}
 		defer term.Restore(fd, old)
-		fmt.Fprint(stdout, "\x1b[?1049h") // the session's screen, on the alternate screen
-		defer fmt.Fprint(stdout, "\x1b[?1049l")
+		if !inline {
+			fmt.Fprint(stdout, "\x1b[?1049h") // the session's screen, on the alternate screen
+			defer fmt.Fprint(stdout, "\x1b[?1049l")
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -232,15 +235,17 @@ func attach(ctx context.Context, c *client.Client, id string, detachKey int, std
 			fmt.Fprintf(stderr, "\r\n[%s]\r\n", n)
 		case err := <-done:
 			cancel()
-			return endAttach(err, conn, id, stdout, stderr)
+			if !inline {
+				fmt.Fprint(stdout, "\x1b[?1049l")
+			}
+			return endAttach(err, conn, id, stderr)
 		case <-ctx.Done():
 			return nil
 		}
 	}
 }
 
-func endAttach(err error, conn *client.SessionConn, id string, stdout, stderr io.Writer) error {
-	fmt.Fprint(stdout, "\x1b[?1049l")
+func endAttach(err error, conn *client.SessionConn, id string, stderr io.Writer) error {
 	switch {
 	case errors.Is(err, client.ErrSessionEnded):
 		e := conn.Exit

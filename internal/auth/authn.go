@@ -30,6 +30,9 @@ type Authenticator struct {
 	// Params are the hash parameters of the check made for an unknown
 	// user (so it costs what a real one does); zero: DefaultHashParams.
 	Params HashParams
+	// Sessions checks the credentials of sessions (mure run), told apart
+	// by their form; nil: they are refused.
+	Sessions SessionCredentials
 
 	dummyOnce sync.Once
 	dummy     string
@@ -46,6 +49,14 @@ func (a *Authenticator) part(fn func(p *Part)) {
 	a.Records.ReadPart(NS, func(mp meta.Part) { fn(mp.(*Part)) })
 }
 
+// SessionCredentials checks a session's credential: the user and the
+// session it belongs to, or an error while the session does not run
+// (sessions.Credentials).
+type SessionCredentials interface {
+	IsCredential(token string) bool
+	Check(token string) (user, session string, err error)
+}
+
 // Bearer authenticates a bearer token.
 func (a *Authenticator) Bearer(token string) (Principal, error) {
 	p, _, err := a.BearerUntil(token)
@@ -58,6 +69,13 @@ func (a *Authenticator) Bearer(token string) (Principal, error) {
 func (a *Authenticator) BearerUntil(token string) (Principal, time.Time, error) {
 	if a.StaticToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(a.StaticToken)) == 1 {
 		return Principal{User: "admin", Via: ViaStaticToken, Admin: true}, time.Time{}, nil
+	}
+	if a.Sessions != nil && a.Sessions.IsCredential(token) {
+		user, id, err := a.Sessions.Check(token)
+		if err != nil {
+			return Principal{}, time.Time{}, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
+		}
+		return Principal{User: user, Via: ViaSession, Credential: id, Session: id}, time.Time{}, nil
 	}
 	if _, err := ParseToken(token); err != nil {
 		return Principal{}, time.Time{}, err

@@ -61,6 +61,7 @@ func TestAllowed(t *testing.T) {
 	admin := auth.Principal{User: "root", Admin: true}
 	alice := auth.Principal{User: "alice", Grants: []auth.Grant{{Prefix: "docs/", Write: true}, {Prefix: "pub/"}}}
 	anon := auth.Anonymous([]auth.Grant{{Prefix: "pub/"}})
+	sess := auth.Principal{User: "alice", Via: auth.ViaSession, Admin: true, Grants: alice.Grants, Session: "s1"}
 	tests := []struct {
 		p    auth.Principal
 		a    auth.Action
@@ -81,6 +82,15 @@ func TestAllowed(t *testing.T) {
 		{auth.Principal{User: "bob", Via: auth.ViaToken}, auth.Read, "", false},
 		{auth.Principal{User: "bob", Via: auth.ViaToken}, auth.Known, "", true},
 		{anon, auth.Known, "", false},
+		{anon, auth.Run, "", false},
+		{auth.Principal{User: "bob", Via: auth.ViaToken}, auth.Run, "", true},
+		// A session's credential runs that session's children, nothing
+		// else, even for an admin's session.
+		{sess, auth.Run, "", true},
+		{sess, auth.Known, "", false},
+		{sess, auth.Read, "docs/a", false},
+		{sess, auth.Write, "docs/a", false},
+		{sess, auth.Admin, "", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.p.Name()+" "+tc.a.String()+" "+tc.path, func(t *testing.T) {

@@ -16,6 +16,10 @@ const (
 	Write
 	// Admin changes the cluster: settings, members, users, tokens, keys.
 	Admin
+	// Run starts, lists, attaches to and ends sessions: any user may, and
+	// it is all a session's credential may do (for that session's
+	// children: the sessions service checks which).
+	Run
 )
 
 func (a Action) String() string {
@@ -26,6 +30,8 @@ func (a Action) String() string {
 		return "write"
 	case Known:
 		return "use the API"
+	case Run:
+		return "run sessions"
 	}
 	return "admin"
 }
@@ -37,6 +43,7 @@ const (
 	ViaAccessKey   = "access_key"
 	ViaStaticToken = "static_token" // the deprecated --token
 	ViaAnonymous   = "anonymous"
+	ViaSession     = "session" // a session's credential (mure run)
 )
 
 // Principal is who a request acts for, and what it may do.
@@ -48,6 +55,9 @@ type Principal struct {
 	Via, Credential string
 	Admin           bool
 	Grants          []Grant
+	// Session, when set, is the session whose credential authenticated
+	// the caller: it may only Run, and only that session's children.
+	Session string
 }
 
 // Anonymous is the caller without credentials, with the grants the node
@@ -60,13 +70,16 @@ func Anonymous(grants []Grant) Principal {
 // ignored for Admin). An admin may do everything; a grant covers the keys
 // that start with its prefix, and a write grant covers reads.
 func (p Principal) Allowed(a Action, path string) bool {
+	if p.Session != "" {
+		return a == Run
+	}
 	if p.Admin {
 		return true
 	}
 	switch a {
 	case Admin:
 		return false
-	case Known:
+	case Known, Run:
 		return p.Via != ViaAnonymous && p.Via != ""
 	}
 	for _, g := range p.Grants {

@@ -11,6 +11,7 @@ import (
 	"github.com/mure-dev/mure/internal/auth"
 	"github.com/mure-dev/mure/internal/auth/authhttp"
 	"github.com/mure-dev/mure/internal/files/filehttp"
+	"github.com/mure-dev/mure/internal/sessions"
 	"github.com/mure-dev/mure/internal/sessions/sessionhttp"
 	"github.com/mure-dev/mure/internal/transport"
 )
@@ -40,7 +41,8 @@ func (n *Node) openAuth(key transport.Key) error {
 	}
 	fsm := n.cl.FSM()
 	a := &nodeAuth{audit: f}
-	a.authn = &auth.Authenticator{Records: fsm, Sealer: sealer, StaticToken: n.cfg.Token, Params: n.cfg.Auth.HashParams}
+	a.authn = &auth.Authenticator{Records: fsm, Sealer: sealer, StaticToken: n.cfg.Token, Params: n.cfg.Auth.HashParams,
+		Sessions: sessions.Credentials{FSM: fsm}}
 	audit := slog.New(slog.NewMultiHandler(slog.NewJSONHandler(f, nil), n.log.With("part", "audit").Handler()))
 	lim := auth.DefaultFailureLimiter()
 	if n.cfg.Auth.LoginBurst > 0 {
@@ -116,6 +118,8 @@ func classify(r *http.Request) authhttp.Need {
 		// The browser terminal's page, and its WebSocket, which carries a
 		// one-use ticket instead of a header (checked by the service).
 		return authhttp.Need{Open: true}
+	case isSessionRun(r):
+		return authhttp.Need{Action: auth.Run}
 	case strings.HasPrefix(p, filehttp.FilesPrefix):
 		key := strings.TrimPrefix(p, filehttp.FilesPrefix)
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -139,4 +143,22 @@ func (n *Node) closeAuth() {
 	if n.auth != nil && n.auth.audit != nil {
 		_ = n.auth.audit.Close()
 	}
+}
+
+// isSessionRun reports whether r starts, lists, shows, attaches to or
+// ends sessions: what a session's credential may do (auth.Run), for its
+// own children only (the sessions service checks which). Tickets and web
+// apps are not among them.
+func isSessionRun(r *http.Request) bool {
+	p := r.URL.Path
+	switch {
+	case p == "/sessions":
+		return r.Method == http.MethodGet || r.Method == http.MethodPost
+	case strings.HasPrefix(p, "/sessions/"):
+		id := strings.TrimPrefix(p, "/sessions/")
+		return id != "" && !strings.Contains(id, "/") && (r.Method == http.MethodGet || r.Method == http.MethodDelete)
+	case strings.HasPrefix(p, sessionhttp.AttachPrefix):
+		return r.Method == http.MethodGet
+	}
+	return false
 }

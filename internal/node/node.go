@@ -212,6 +212,7 @@ func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 	}
 	sc := cfg.Sessions
 	sc.Dir = filepath.Join(cfg.DataDir, "sessions")
+	sc.NodeURL = n.clientURL
 	sess, err := sessionhttp.NewService(sc)
 	if err != nil {
 		return nil, err
@@ -284,6 +285,18 @@ func (n *Node) serve(srv *http.Server, ln net.Listener) {
 			n.log.Error("server stopped", "err", err)
 		}
 	}()
+}
+
+// clientURL is the client API's URL for a program on this machine (a
+// session's: mure run), once the API listens.
+func (n *Node) clientURL() string {
+	if n.httpLn == nil {
+		return ""
+	}
+	if n.cfg.TLSCert != "" {
+		return "https://" + n.advertiseHTTP()
+	}
+	return "http://" + n.advertiseHTTP()
 }
 
 func (n *Node) advertiseHTTP() string {

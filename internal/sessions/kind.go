@@ -63,6 +63,17 @@ type Limits struct {
 // shell.
 var DefaultKind = Kind{Name: "shell", Type: TypeShell}
 
+// RunKindName is the kind `mure run` asks for when the caller names none
+// and the node offers it (else DefaultKind): paper 004's application
+// session, which an operator places by its own policy
+// (session-kind = app shell place=most-free-memory).
+const RunKindName = "app"
+
+// RunsAsked reports whether the kind runs a command the user asks for
+// (mure run -- CMD): a shell kind without a command of its own, where the
+// user could type the command anyway. Any other kind runs its own.
+func (k Kind) RunsAsked() bool { return k.Type == TypeShell && len(k.Command) == 0 }
+
 var kindName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 
 // ParseKind parses the flag form

@@ -239,11 +239,12 @@ func (m *Manager) restartHere(ctx context.Context, r Session) {
 		_ = m.apply(ctx, SetOp(Move{ID: r.ID, Node: r.Node, State: StateLost}))
 		return
 	}
-	if err := m.spawn(ctx, r, k, holder.Size{Cols: 80, Rows: 24}); err != nil {
+	hash, err := m.spawn(ctx, r, k, holder.Size{Cols: 80, Rows: 24})
+	if err != nil {
 		m.log.Warn("cannot restart a session here", "session", r.ID, "err", err)
 		_ = m.apply(ctx, SetOp(Move{ID: r.ID, Node: r.Node, State: StateLost}))
 		return
 	}
 	m.log.Info("session restarted here", "session", r.ID)
-	_ = m.apply(ctx, SetOp(Move{ID: r.ID, Node: m.cl.NodeID(), State: StateRunning}))
+	_ = m.apply(ctx, SetOp(Move{ID: r.ID, Node: m.cl.NodeID(), State: StateRunning, CredentialHash: hash}))
 }

@@ -55,6 +55,10 @@ type Config struct {
 	MaxPerUser int
 	// Cgroups sets limits; nil: none are set (see limits.go).
 	Cgroups *Cgroups
+	// NodeURL returns this node's client API as a session's programs
+	// reach it (MURE_NODE in their environment, for mure run); nil or "":
+	// not given. A function: the API opens after the sessions start.
+	NodeURL func() string
 	Logger  *slog.Logger
 }
 
@@ -199,12 +203,24 @@ func (m *Manager) apply(ctx context.Context, o meta.Op) error {
 	return res.Err
 }
 
-// Origin is where a new session comes from: why it was placed here, and
-// the session it was started from.
+// Origin is where a new session comes from: why it was placed here, the
+// session it was started from, and the command asked for.
 type Origin struct {
 	Placement *Placement
 	// Parent is the user's session this one belongs to ("": none).
 	Parent string
+	// Command is the program to run instead of the kind's (mure run --
+	// CMD); only a kind that RunsAsked takes one.
+	Command []string
+}
+
+// RunKind is the kind of a session asked for by mure run without one:
+// RunKindName when this node offers it, else the default.
+func (m *Manager) RunKind() string {
+	if _, ok := m.kinds[RunKindName]; ok {
+		return RunKindName
+	}
+	return DefaultKind.Name
 }
 
 // Start starts a new session of kind for user on this node, records it,
@@ -220,15 +236,21 @@ func (m *Manager) Start(ctx context.Context, user, kind string, size holder.Size
 	if !ok {
 		return Session{}, fmt.Errorf("%w %q on node %s", ErrUnknownKind, kind, m.cl.NodeID())
 	}
-	s := Session{ID: newID(), User: user, Kind: k.Name, Node: m.cl.NodeID(), State: StateRunning, Created: time.Now().UTC().Truncate(time.Second), Placement: o.Placement, Parent: o.Parent}
+	s := Session{ID: newID(), User: user, Kind: k.Name, Node: m.cl.NodeID(), State: StateRunning, Created: time.Now().UTC().Truncate(time.Second),
+		Placement: o.Placement, Parent: o.Parent, Command: o.Command}
+	if len(o.Command) > 0 && !k.RunsAsked() {
+		return Session{}, fmt.Errorf("%w: kind %s runs its own command; a command (mure run -- CMD) needs a kind of type shell without one, like %s", ErrBadRequest, k.Name, m.RunKind())
+	}
 	if o.Parent != "" {
 		if p, ok := m.Record(o.Parent); !ok || p.User != user {
 			return Session{}, fmt.Errorf("%w: parent %s (yours are listed by mure session ls)", ErrNotFound, o.Parent)
 		}
 	}
-	if err := m.spawn(ctx, s, k, size); err != nil {
+	hash, err := m.spawn(ctx, s, k, size)
+	if err != nil {
 		return Session{}, err
 	}
+	s.CredentialHash = hash
 	if err := m.apply(ctx, AddOp(s)); err != nil {
 		m.killLocal(s.ID, "its record could not be written")
 		return Session{}, fmt.Errorf("record session: %w", err)
@@ -237,19 +259,21 @@ func (m *Manager) Start(ctx context.Context, user, kind string, size holder.Size
 	return s, nil
 }
 
-// spawn starts the holder of session s here.
-func (m *Manager) spawn(ctx context.Context, s Session, k Kind, size holder.Size) error {
+// spawn starts the holder of session s here, with a new credential
+// whose hash it returns.
+func (m *Manager) spawn(ctx context.Context, s Session, k Kind, size holder.Size) (string, error) {
 	if err := CanSwitch(); err != nil {
-		return err
+		return "", err
 	}
 	acct, err := lookupAccount(m.cfg.AccountPrefix, s.User)
 	if err != nil {
-		return err
+		return "", err
 	}
 	dir := filepath.Join(m.cfg.Dir, s.ID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("sessions: %w", err)
+		return "", fmt.Errorf("sessions: %w", err)
 	}
+	token, hash := NewCredential(s.ID)
 	spec, err := m.spec(s, k, acct, size, dir)
 	if err == nil {
 		err = writeKind(dir, k)
@@ -258,27 +282,37 @@ func (m *Manager) spawn(ctx context.Context, s Session, k Kind, size holder.Size
 		err = holder.WriteSpec(dir, spec)
 	}
 	if err == nil {
-		err = holder.Spawn(ctx, m.cfg.HolderCommand, dir)
+		err = holder.Spawn(ctx, m.cfg.HolderCommand, dir, CredentialEnv+"="+token)
 	}
 	if err != nil {
 		m.cfg.Cgroups.remove(s.ID)
 		os.RemoveAll(dir)
-		return err
+		return "", err
 	}
 	m.mu.Lock()
 	m.local[s.ID] = &local{id: s.ID, dir: dir, kind: k}
 	m.mu.Unlock()
-	return nil
+	return hash, nil
 }
 
 // spec is what the holder runs for session s.
 func (m *Manager) spec(s Session, k Kind, a Account, size holder.Size, dir string) (holder.Spec, error) {
 	argv := k.Command
-	if len(argv) == 0 {
+	switch {
+	case len(s.Command) > 0:
+		// Through the login shell, for the account's PATH; "$@" keeps
+		// the words as they were asked.
+		argv = append([]string{a.Shell, "-l", "-c", `exec "$@"`, "mure-run"}, s.Command...)
+	case len(argv) == 0:
 		argv = []string{a.Shell, "-l"}
 	}
 	env := []string{"HOME=" + a.Home, "USER=" + a.Name, "LOGNAME=" + a.Name, "SHELL=" + a.Shell,
 		"PATH=/usr/local/bin:/usr/bin:/bin", "TERM=xterm-256color", "LANG=C.UTF-8", "MURE_SESSION=" + s.ID, "MURE_USER=" + s.User}
+	if m.cfg.NodeURL != nil {
+		if u := m.cfg.NodeURL(); u != "" {
+			env = append(env, "MURE_NODE="+u)
+		}
+	}
 	if k.Type == TypeWeb {
 		w, err := newWebApp(dir, s.ID)
 		if err != nil {

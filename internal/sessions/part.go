@@ -13,12 +13,15 @@ import (
 
 // NS is the sessions' namespace in the replicated state; Version the
 // highest op version this binary applies (docs/decisions/0012).
+//
+// Version 2 (decision 0045) adds a session's command and the hash of its
+// credential to add and set; ops without them are still version 1.
 const (
 	NS      = "sessions"
-	Version = 1
+	Version = 2
 )
 
-// Op kinds of the sessions namespace (version 1).
+// Op kinds of the sessions namespace.
 const (
 	OpAdd    = "add"
 	OpSet    = "set"
@@ -53,6 +56,13 @@ type Session struct {
 	// application session, started from a desktop session): it ends when
 	// its parent ends ("": none).
 	Parent string `json:"parent,omitempty"`
+	// Command is the program asked for (`mure run -- CMD`) in a kind that
+	// runs what the user asks (a shell kind without a command of its
+	// own); empty: the kind's.
+	Command []string `json:"command,omitempty"`
+	// CredentialHash is the SHA-256 of the session's credential (see
+	// credential.go); the credential itself is never stored.
+	CredentialHash string `json:"credential_hash,omitempty"`
 }
 
 // Move is a change of a session's node or state.
@@ -62,21 +72,36 @@ type Move struct {
 	State string `json:"state"`
 	// Restarted counts one more restart.
 	Restarted bool `json:"restarted,omitempty"`
+	// CredentialHash, when set, replaces the session's (a restart makes
+	// a new credential).
+	CredentialHash string `json:"credential_hash,omitempty"`
 }
 
-func op(kind string, body any) meta.Op {
+func op(kind string, v int, body any) meta.Op {
 	b, _ := json.Marshal(body) // plain structs: Marshal does not fail
-	return meta.Op{NS: NS, V: Version, Kind: kind, Body: b}
+	return meta.Op{NS: NS, V: v, Kind: kind, Body: b}
 }
 
 // AddOp records a new session; it fails if the ID is taken.
-func AddOp(s Session) meta.Op { return op(OpAdd, s) }
+func AddOp(s Session) meta.Op {
+	v := 1
+	if s.CredentialHash != "" || len(s.Command) > 0 {
+		v = 2
+	}
+	return op(OpAdd, v, s)
+}
 
 // SetOp changes a session's node or state.
-func SetOp(m Move) meta.Op { return op(OpSet, m) }
+func SetOp(m Move) meta.Op {
+	v := 1
+	if m.CredentialHash != "" {
+		v = 2
+	}
+	return op(OpSet, v, m)
+}
 
 // DeleteOp removes a session's record.
-func DeleteOp(id string) meta.Op { return op(OpDelete, Session{ID: id}) }
+func DeleteOp(id string) meta.Op { return op(OpDelete, 1, Session{ID: id}) }
 
 // Part is the sessions' records; like every meta.Part it is deterministic
 // and used under the FSM's lock (FSM.ReadPart to read).
@@ -131,6 +156,9 @@ func (p *Part) apply(o meta.Op) error {
 		n.Node, n.State = s.Node, s.State
 		if s.Restarted {
 			n.Restarts++
+		}
+		if s.CredentialHash != "" {
+			n.CredentialHash = s.CredentialHash
 		}
 		p.byID[s.ID] = &n
 	case OpDelete:

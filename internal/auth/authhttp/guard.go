@@ -236,6 +236,9 @@ func (g *Guard) unauthorized(w http.ResponseWriter, msg string) {
 func (g *Guard) forbid(w http.ResponseWriter, r *http.Request, p auth.Principal, need Need) {
 	var msg string
 	switch {
+	case p.Session != "":
+		msg = fmt.Sprintf("a session's credential (%s, of session %s) may only start, list, attach to and end that session's own children (mure run); %s %s needs the user's own credential",
+			p.Name(), p.Session, r.Method, r.URL.Path)
 	case need.Metrics:
 		msg = p.Name() + " may not read /metrics: it needs the scrape token (mure serve --metrics-token) or an admin"
 	case need.Action == auth.Admin:

@@ -108,8 +108,11 @@ const readyWait = 5 * time.Second
 // Spawn starts `argv... DIR` (the holder command: this binary's
 // session-holder) in a process session of its own, so that it outlives
 // the node process, and waits until it serves. A holder that fails to
-// start its program says why in DIR/exit.json, returned here.
-func Spawn(ctx context.Context, argv []string, dir string) error {
+// start its program says why in DIR/exit.json, returned here. Secret
+// (NAME=VALUE: the session's credential) goes to the program by way of
+// the holder's environment, which only its account can read, never
+// through a file.
+func Spawn(ctx context.Context, argv []string, dir, secret string) error {
 	logf, err := os.OpenFile(filepath.Join(dir, LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -118,6 +121,9 @@ func Spawn(ctx context.Context, argv []string, dir string) error {
 	cmd := exec.Command(argv[0], append(argv[1:], dir)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = dir
+	if secret != "" {
+		cmd.Env = append(os.Environ(), SecretEnv+"="+secret)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start the session holder %s: %w", argv[0], err)

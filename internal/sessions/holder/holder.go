@@ -23,6 +23,10 @@ import (
 // before SIGKILL.
 const killGrace = 2 * time.Second
 
+// SecretEnv carries, in the holder's environment, one NAME=VALUE the
+// program gets in its own (the session's credential): see Spawn.
+const SecretEnv = "MURE_HOLDER_SECRET"
+
 // holder is one running session: its program, PTY, screen and clients.
 type holder struct {
 	dir  string
@@ -60,6 +64,10 @@ func Run(ctx context.Context, dir string) error {
 		return err
 	}
 	log = log.With("session", spec.ID)
+	if sec := os.Getenv(SecretEnv); sec != "" {
+		spec.Env = append(spec.Env, sec)
+		_ = os.Unsetenv(SecretEnv)
+	}
 	if err := os.WriteFile(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return err
 	}

@@ -50,7 +50,14 @@ type NewRequest struct {
 	// Placement is why the decider chose Node (peer requests only: a
 	// client's is dropped).
 	Placement *sessions.Placement `json:"placement,omitempty"`
+	// Command runs instead of the kind's program (mure run -- CMD); only
+	// a shell kind without a command of its own takes one. With a
+	// command and no kind, the kind is "app" where offered, else "shell".
+	Command []string `json:"command,omitempty"`
 }
+
+// maxNewBody bounds POST /sessions (a command's words included).
+const maxNewBody = 64 << 10
 
 // View is a session as the API shows it.
 type View struct {
@@ -75,17 +82,36 @@ func caller(w http.ResponseWriter, r *http.Request) (string, bool, bool) {
 	return p.User, p.Admin, true
 }
 
+// scope is the session whose credential the caller used (mure run): it
+// may only start, list, attach to and end that session's children; ""
+// for a user's own credential.
+func scope(r *http.Request) string {
+	p, _ := authhttp.PrincipalFrom(r.Context())
+	return p.Session
+}
+
 func (s *Service) handleNew(w http.ResponseWriter, r *http.Request) {
 	user, _, ok := caller(w, r)
 	if !ok {
 		return
 	}
 	var req NewRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxNewBody)).Decode(&req); err != nil && !errors.Is(err, io.EOF) {
 		writeErr(w, fmt.Errorf("%w: the body must be JSON like {\"kind\":\"shell\",\"cols\":80,\"rows\":24}: %v", sessions.ErrBadRequest, err))
 		return
 	}
 	req.Placement = nil
+	if sc := scope(r); sc != "" {
+		if req.Parent != "" && req.Parent != sc {
+			api.Error(w, http.StatusForbidden, api.CodeForbidden, fmt.Sprintf(
+				"a session's credential starts children of its own session (%s) only, not of %s", sc, req.Parent))
+			return
+		}
+		req.Parent = sc
+	}
+	if req.Kind == "" && len(req.Command) > 0 {
+		req.Kind = s.m.RunKind()
+	}
 	s.place(w, r, user, req, false)
 }
 
@@ -100,7 +126,7 @@ func (s *Service) startHere(w http.ResponseWriter, r *http.Request, user string,
 	if req.Parent != "" {
 		s.catchUp(r.Context()) // the parent may have been started through another node a moment ago
 	}
-	sess, err := s.m.Start(r.Context(), user, req.Kind, size, sessions.Origin{Placement: req.Placement, Parent: req.Parent})
+	sess, err := s.m.Start(r.Context(), user, req.Kind, size, sessions.Origin{Placement: req.Placement, Parent: req.Parent, Command: req.Command})
 	if err != nil {
 		writeErr(w, err)
 		return "", err
@@ -138,6 +164,10 @@ func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if sc := scope(r); sc != "" { // a session's credential: its children
+		api.JSON(w, http.StatusOK, s.list(r.Context(), func(x sessions.Session) bool { return x.User == user && x.Parent == sc }))
+		return
+	}
 	api.JSON(w, http.StatusOK, s.List(r.Context(), user, admin && r.URL.Query().Get("all") != ""))
 }
 
@@ -147,6 +177,10 @@ func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
 // another node a moment ago is listed). A View holds no secret (no
 // ticket, no web app's secret): the dashboard lists sessions with it.
 func (s *Service) List(ctx context.Context, user string, all bool) []View {
+	return s.list(ctx, func(x sessions.Session) bool { return x.User == user || all })
+}
+
+func (s *Service) list(ctx context.Context, keep func(sessions.Session) bool) []View {
 	out := []View{}
 	if s.m == nil {
 		return out
@@ -154,7 +188,7 @@ func (s *Service) List(ctx context.Context, user string, all bool) []View {
 	s.catchUp(ctx)
 	var mine []sessions.Session
 	for _, sess := range s.m.Records() {
-		if sess.User == user || all {
+		if keep(sess) {
 			mine = append(mine, sess)
 		}
 	}
@@ -176,7 +210,8 @@ func (s *Service) own(w http.ResponseWriter, r *http.Request, adminToo bool) (se
 		s.catchUp(r.Context())
 		sess, found = s.m.Record(r.PathValue("id"))
 	}
-	if !found || sess.User != user && !(adminToo && admin) {
+	sc := scope(r)
+	if !found || sess.User != user && !(adminToo && admin && sc == "") || sc != "" && sess.Parent != sc {
 		writeErr(w, fmt.Errorf("%w: %s (yours are listed by mure session ls)", sessions.ErrNotFound, r.PathValue("id")))
 		return sessions.Session{}, "", false
 	}
@@ -210,6 +245,7 @@ func (s *Service) handleKill(w http.ResponseWriter, r *http.Request) {
 // view adds a session's figures to its record. A running session whose
 // node is not alive shows as lost at once.
 func (s *Service) view(sess sessions.Session, stats map[string]holder.Status) View {
+	sess.CredentialHash = "" // not a secret, but of no use to a client
 	v := View{Session: sess, AgeSeconds: int64(time.Since(sess.Created).Seconds())}
 	if sess.State == sessions.StateRunning && !s.cl.Alive(sess.Node) {
 		v.State = sessions.StateLost
