@@ -124,3 +124,73 @@ func TestLeasesOutliveLeadership(t *testing.T) {
 		}
 	}
 }
+
+// TestReadsNotBouncedWithoutLeases: with no node holding a read lease (two
+// of three cut off, so nobody has a quorum) and a valid copy on every
+// node, a read at any node must not bounce between them until the hop
+// limit (508 redirect_loop; seen under heavy load, when leases lapse in an
+// election): it is sent on at most once, and the node it reaches answers
+// 503 no_quorum, which clients retry. Once healed, every node serves it.
+func TestReadsNotBouncedWithoutLeases(t *testing.T) {
+	c := testcluster.Start(t, 3, testcluster.Options{Setup: func(i int, cfg *node.Config) { cfg.DebugFaults = true }})
+	ctx := ctxT(t)
+	if _, err := c.Client(0).SetConfig(ctx, "resume", "immediate"); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c.Client(0), "bl/x", "everywhere")
+	testcluster.WaitFor(t, 20*time.Second, "a valid copy on every node, in every node's view", func() bool {
+		for i := range 3 {
+			if f := c.Nodes[i].Cluster().FSM().File("bl/x"); f == nil || len(f.Valid) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	isolate := func(i int, on string) {
+		resp, err := http.Post("http://"+c.HTTPAddr(i)+"/debug/isolate?on="+on, "", nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("node %d isolate=%s: %v %v", i, on, err, resp)
+		}
+		resp.Body.Close()
+	}
+	isolate(1, "1")
+	isolate(2, "1")
+	testcluster.WaitFor(t, 20*time.Second, "every node to lose its read lease", func() bool {
+		for i := range 3 {
+			if c.Nodes[i].Cluster().HasReadLease() {
+				return false
+			}
+		}
+		return true
+	})
+	// read follows redirects like a browser, counting them.
+	read := func(i int) (status int, code string, redirects int) {
+		hc := &http.Client{Transport: testcluster.Authorize(nil), Timeout: 20 * time.Second,
+			CheckRedirect: func(_ *http.Request, via []*http.Request) error {
+				redirects = len(via)
+				return nil
+			}}
+		resp, err := hc.Get("http://" + c.HTTPAddr(i) + "/files/bl/x")
+		if err != nil {
+			t.Fatalf("read at node %d: %v", i, err)
+		}
+		defer resp.Body.Close()
+		var e struct{ Code string }
+		json.NewDecoder(resp.Body).Decode(&e)
+		return resp.StatusCode, e.Code, redirects
+	}
+	for i := range 3 {
+		status, code, redirects := read(i)
+		if status != http.StatusServiceUnavailable || code != "no_quorum" || redirects > 1 {
+			t.Errorf("read at node %d without leases: %d %s after %d redirects; want 503 no_quorum after at most 1", i, status, code, redirects)
+		}
+	}
+	isolate(1, "0")
+	isolate(2, "0")
+	for i := range 3 {
+		testcluster.WaitFor(t, 20*time.Second, fmt.Sprintf("node %d to serve the file again", i), func() bool {
+			status, _, _ := read(i)
+			return status == http.StatusOK
+		})
+	}
+}

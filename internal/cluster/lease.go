@@ -19,6 +19,8 @@ type clientLease struct {
 	mu     sync.Mutex
 	expiry time.Time
 	index  uint64
+	// renewed is closed at the next renewal (nil until first asked for).
+	renewed chan struct{}
 }
 
 // HasReadLease reports whether this node may serve reads from its local
@@ -29,6 +31,25 @@ func (c *Cluster) HasReadLease() bool {
 	exp, idx := c.lease.expiry, c.lease.index
 	c.lease.mu.Unlock()
 	return time.Now().Before(exp) && c.fsm.Applied() >= idx
+}
+
+// AwaitReadLease waits until this node holds a read lease (HasReadLease)
+// or ctx ends, and reports whether it holds one. A node that lost its
+// lease for a moment (a slow renewal, a leader election) gets it back at
+// a renewal, then once it has applied the index of the grant.
+func (c *Cluster) AwaitReadLease(ctx context.Context) bool {
+	for {
+		renewed, applied := c.lease.next(), c.fsm.Changed()
+		if c.HasReadLease() {
+			return true
+		}
+		select {
+		case <-renewed:
+		case <-applied:
+		case <-ctx.Done():
+			return c.HasReadLease()
+		}
+	}
 }
 
 // leaseLoop renews the read lease at a quarter of its duration.
@@ -60,10 +81,29 @@ func (c *Cluster) renewLease(ctx context.Context) {
 	}
 	// The lease runs from the moment the request left, minus a margin
 	// for clock rate differences between this node and the leader.
-	c.lease.mu.Lock()
-	c.lease.expiry = sent.Add(c.cfg.Timing.ReadLease * 9 / 10)
-	c.lease.index = idx
-	c.lease.mu.Unlock()
+	c.lease.set(sent.Add(c.cfg.Timing.ReadLease*9/10), idx)
+}
+
+// set records a renewal: the lease runs until expiry once index idx is
+// applied.
+func (l *clientLease) set(expiry time.Time, idx uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expiry, l.index = expiry, idx
+	if l.renewed != nil {
+		close(l.renewed)
+		l.renewed = nil
+	}
+}
+
+// next returns a channel closed at the next renewal.
+func (l *clientLease) next() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.renewed == nil {
+		l.renewed = make(chan struct{})
+	}
+	return l.renewed
 }
 
 type leaseReq struct {

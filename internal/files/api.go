@@ -72,9 +72,16 @@ type OpenOptions struct {
 	Stale bool
 	// Client names the reader for the "reads" resumption policy.
 	Client string
+	// Redirected is how many times the client was sent on to another
+	// node before it reached this one (the native API's hop=N).
+	Redirected int
 	// Explain, when set, receives the state the read was judged on.
 	Explain *Explanation
 }
+
+// sentHere reports whether another node sent this read here, by a
+// redirect or by forwarding it.
+func (o OpenOptions) sentHere() bool { return o.Redirected > 0 || o.Hops > 0 }
 
 // Explanation is the state a read was judged on, for debugging the
 // protocol (Config.Explain).

@@ -32,6 +32,10 @@ type fakeCluster struct {
 	dead  map[string]bool // seen dead by gossip; its peer calls fail
 	cut   map[string]bool // alive to gossip, but its peer calls fail
 	lease map[string]bool // false: no read lease
+	// renew: a node listed gets its lease back when it waits for one
+	// (AwaitReadLease), as at a renewal; awaited counts those waits.
+	renew   map[string]bool
+	awaited map[string]int
 
 	fmu sync.Mutex
 	// fail, when set, decides the fate of a forwarded write to node:
@@ -56,7 +60,8 @@ type fakeCluster struct {
 
 func newFakeCluster(t *testing.T, ids ...string) *fakeCluster {
 	c := &fakeCluster{t: t, ids: ids, fsms: map[string]*meta.FSM{}, svcs: map[string]*Service{},
-		dead: map[string]bool{}, cut: map[string]bool{}, lease: map[string]bool{}, fail: map[string]string{}, forwards: map[string]int{}}
+		dead: map[string]bool{}, cut: map[string]bool{}, lease: map[string]bool{},
+		renew: map[string]bool{}, awaited: map[string]int{}, fail: map[string]string{}, forwards: map[string]int{}}
 	for _, id := range ids {
 		c.fsms[id] = meta.NewFSM()
 		c.lease[id] = true
@@ -71,7 +76,8 @@ func newFakeCluster(t *testing.T, ids ...string) *fakeCluster {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		c.svcs[id] = New(Config{MaxBody: 1 << 10, WriteTimeout: 5 * time.Second, SettleWait: 100 * time.Millisecond},
+		c.svcs[id] = New(Config{MaxBody: 1 << 10, WriteTimeout: 5 * time.Second, SettleWait: 100 * time.Millisecond,
+			LeaseWait: 50 * time.Millisecond},
 			&fakeSeat{c: c, id: id}, st, &fakePeers{c: c})
 	}
 	return c
@@ -128,6 +134,19 @@ func (s *fakeSeat) HasReadLease() bool {
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()
 	return s.c.lease[s.id]
+}
+func (s *fakeSeat) AwaitReadLease(ctx context.Context) bool {
+	s.c.mu.Lock()
+	s.c.awaited[s.id]++
+	if s.c.renew[s.id] {
+		s.c.lease[s.id] = true
+	}
+	ok := s.c.lease[s.id]
+	s.c.mu.Unlock()
+	if !ok {
+		<-ctx.Done() // no renewal comes: the caller's bound ends the wait
+	}
+	return ok
 }
 func (s *fakeSeat) LeaseDeadline(string) (time.Time, bool)          { return time.Time{}, false }
 func (s *fakeSeat) WaitInvalidationReady(ctx context.Context) error { return nil }

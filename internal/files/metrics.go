@@ -5,7 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // Metrics are the file service's Prometheus series (mure_files_*).
 type Metrics struct {
 	localReads, writes, deletes, invalidations, leaseWaits, releases, resumed prometheus.Counter
-	lostReplicas, dropped                                                     prometheus.Counter
+	lostReplicas, dropped, readLeaseWaits                                     prometheus.Counter
 	bytesIn, bytesOut, replicaBytesIn, replicaBytesOut                        prometheus.Counter
 	replicationBytes, throttleWait                                            prometheus.Counter
 	replicationRate                                                           prometheus.Gauge
@@ -20,11 +20,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "mure", Subsystem: "files", Name: name, Help: help})
 	}
 	m := &Metrics{
-		localReads:      c("local_reads_total", "Reads served from this node's replica."),
-		writes:          c("writes_total", "Writes committed by this node."),
-		deletes:         c("deletes_total", "Deletes committed by this node."),
-		invalidations:   c("invalidations_total", "Invalidations received from the leader."),
-		leaseWaits:      c("lease_waits_total", "Invalidations that had to wait for a node's read lease to expire."),
+		localReads:    c("local_reads_total", "Reads served from this node's replica."),
+		writes:        c("writes_total", "Writes committed by this node."),
+		deletes:       c("deletes_total", "Deletes committed by this node."),
+		invalidations: c("invalidations_total", "Invalidations received from the leader."),
+		leaseWaits:    c("lease_waits_total", "Invalidations that had to wait for a node's read lease to expire."),
+		readLeaseWaits: c("read_lease_waits_total",
+			"Reads another node sent here that found this node without a read lease and waited for one (LeaseWait) instead of being sent on."),
 		releases:        c("releases_total", "Write rights released by this node (replication resumed)."),
 		resumed:         c("replicas_resumed_total", "Replicas this node brought up to date."),
 		lostReplicas:    c("replicas_lost_total", "Replicas of current versions found corrupt (quarantined) or missing on this node."),
@@ -49,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Files this node should hold but whose current version it does not have yet."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.localReads, m.writes, m.deletes, m.invalidations, m.leaseWaits, m.releases, m.resumed, m.lostReplicas, m.dropped,
+		reg.MustRegister(m.localReads, m.writes, m.deletes, m.invalidations, m.leaseWaits, m.releases, m.resumed, m.lostReplicas, m.dropped, m.readLeaseWaits,
 			m.bytesIn, m.bytesOut, m.replicaBytesIn, m.replicaBytesOut,
 			m.replicationBytes, m.throttleWait, m.replicationRate, m.redirects, m.forwarded, m.forwardFailed, m.backlog)
 	}

@@ -22,6 +22,11 @@ func (s *Service) Open(ctx context.Context, path string, o OpenOptions) (*Reader
 		return nil, kindErr(ErrBadRequest, nil, "a range needs a non-negative offset and length")
 	}
 	j := s.judgeRead(ctx, path)
+	if j.awaitsLease(s, o) {
+		if s.awaitLease(ctx) {
+			j = s.judgeRead(ctx, path)
+		}
+	}
 	if o.Explain != nil {
 		o.Explain.Judged = fmt.Sprintf("applied=%d fenced=%v leased=%v lease=%s", j.applied, j.fenced, j.leased, s.cl.LeaseInfo())
 	}
@@ -36,6 +41,9 @@ func (s *Service) Open(ctx context.Context, path string, o OpenOptions) (*Reader
 		if rd := s.openLocal(f, o); rd != nil {
 			return rd, nil
 		}
+	}
+	if j.awaitsLease(s, o) {
+		return nil, errNoLease() // sent on, it could come back: see awaitsLease
 	}
 	var target string
 	switch {
@@ -164,6 +172,29 @@ func (s *Service) judgeRead(ctx context.Context, p string) readJudgment {
 		}
 	}
 	return j
+}
+
+// awaitsLease reports whether a read must wait for this node's read lease
+// rather than be sent on. Without a lease a node cannot trust its view,
+// and a read that another node sent here may have come from a node
+// without a lease too: each would name the other as the one to ask
+// (both hold valid copies; neither may serve them), and the read would
+// bounce between them until the hop limit, all within a lease lapse — a
+// leader election, a node stalled under load. So a read sent here waits,
+// bounded by LeaseWait, and is answered here: from the local copy once
+// the lease is back, else ErrNoQuorum (a 503 the client retries). A read
+// straight from a client is still sent to another holder at once: this
+// node may be the one cut off from the leader.
+func (j *readJudgment) awaitsLease(s *Service, o OpenOptions) bool {
+	return !j.leased && o.sentHere() && !o.Stale && !s.cfg.UnsafeReads
+}
+
+// awaitLease waits, bounded by LeaseWait, for this node's read lease.
+func (s *Service) awaitLease(ctx context.Context) bool {
+	s.metrics.readLeaseWaits.Inc()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.LeaseWait)
+	defer cancel()
+	return s.cl.AwaitReadLease(ctx)
 }
 
 // mayServe reports whether the local copy may answer the read (stale: the

@@ -19,6 +19,9 @@ type Cluster interface {
 	FSM() *meta.FSM
 	Apply(ctx context.Context, cmd meta.Command) (*meta.Result, error)
 	HasReadLease() bool
+	// AwaitReadLease waits until this node holds a read lease or ctx
+	// ends, and reports whether it holds one.
+	AwaitReadLease(ctx context.Context) bool
 	LeaseDeadline(node string) (time.Time, bool)
 	IsLeader() bool
 	LeaseInfo() string
@@ -46,6 +49,13 @@ type Config struct {
 	// SettleWait bounds how long a read waits for a version being made
 	// visible (pending) before giving up with ErrPending.
 	SettleWait time.Duration
+	// LeaseWait bounds how long a read that another node sent here waits
+	// for this node's read lease, when it has none, before giving up with
+	// ErrNoQuorum (the client retries a 503). Sending it on instead could
+	// send it back: the node it came from may have no lease either. About
+	// the read lease's duration: a node that lost its lease for a moment
+	// (a slow renewal, an election) has it back by then.
+	LeaseWait time.Duration
 	// UnsafeReads serves any local copy without the protocol's checks.
 	// Tests only: the broken variant the linearizability checker must catch.
 	UnsafeReads bool
@@ -69,7 +79,7 @@ type Config struct {
 // DefaultConfig returns production defaults.
 func DefaultConfig() Config {
 	return Config{MaxBody: 5 << 30, Fetchers: 4, WriteTimeout: 30 * time.Second, SettleWait: 3 * time.Second,
-		ScrubPeriod: 24 * time.Hour, ScrubRate: 64 << 20}
+		LeaseWait: time.Second, ScrubPeriod: 24 * time.Hour, ScrubRate: 64 << 20}
 }
 
 // Service is the file service of one node. It owns the invalidation fences,
@@ -112,6 +122,9 @@ func New(cfg Config, cl Cluster, st *store.Store, peers Peers) *Service {
 	}
 	if cfg.SettleWait <= 0 {
 		cfg.SettleWait = def.SettleWait
+	}
+	if cfg.LeaseWait <= 0 {
+		cfg.LeaseWait = def.LeaseWait
 	}
 	if cfg.ScrubPeriod == 0 {
 		cfg.ScrubPeriod = def.ScrubPeriod

@@ -204,7 +204,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 	cfg := n.cfg
 	n.files = &filesService{cfg: files.Config{MaxBody: cfg.MaxBody, UnsafeReads: cfg.DebugUnsafeReads, Explain: cfg.DebugFaults,
-		ScrubPeriod: cfg.ScrubPeriod, ScrubRate: float64(cfg.ScrubRate)}}
+		ScrubPeriod: cfg.ScrubPeriod, ScrubRate: float64(cfg.ScrubRate), LeaseWait: cfg.Timing.ReadLease}}
 	a, err := apps.NewService(apps.Config{CGIDir: cfg.CGIDir, CGITimeout: cfg.CGITimeout, CGINice: cfg.CGINice, CGIMaxRunning: cfg.CGIMaxRunning,
 		Proxies: cfg.Apps, Token: cfg.Token})
 	if err != nil {

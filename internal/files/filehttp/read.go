@@ -32,7 +32,7 @@ func parseReadOpts(r *http.Request) readOpts {
 func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 	p := r.PathValue("path")
 	o := parseReadOpts(r)
-	opts := files.OpenOptions{Forwarding: files.Forwarding{Forward: forwardAsked(r)}, Stale: o.stale}
+	opts := files.OpenOptions{Forwarding: files.Forwarding{Forward: forwardAsked(r)}, Stale: o.stale, Redirected: o.hop}
 	if h.svc.Explains() {
 		opts.Explain = &files.Explanation{}
 	}

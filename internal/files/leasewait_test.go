@@ -1,0 +1,67 @@
+package files
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestReadSentHereWithoutLease: two nodes hold valid copies and neither
+// has a read lease (a leader election, a cluster without quorum). A read
+// at one of them is sent to the other; there it must not be sent back
+// (each node would name the other, and the client would bounce between
+// them until the hop limit: 508). The node waits, bounded, for its lease:
+// it answers from its copy if the lease comes back, else no_quorum (503,
+// which the client retries).
+func TestReadSentHereWithoutLease(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		o     OpenOptions
+		renew bool   // the lease comes back while the read waits
+		want  string // "served", "no quorum" or "sent to other holder"
+	}{
+		{"from a client: sent to the other holder", OpenOptions{}, false, "sent to other holder"},
+		{"redirected here: waits, then no quorum", OpenOptions{Redirected: 1}, false, "no quorum"},
+		{"redirected here: served once the lease is back", OpenOptions{Redirected: 1}, true, "served"},
+		{"forwarded here: waits, then no quorum", OpenOptions{Forwarding: Forwarding{Forward: true, Hops: 1}}, false, "no quorum"},
+		{"forwarded here: served once the lease is back", OpenOptions{Forwarding: Forwarding{Forward: true, Hops: 1}}, true, "served"},
+		{"redirected here, stale accepted: served", OpenOptions{Redirected: 1, Stale: true}, false, "served"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster(t, "a", "b", "c")
+			if _, err := c.put("a", "f", "v1", PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f := c.fsms["a"].File("f")
+			if len(f.Valid) != 2 {
+				t.Fatalf("want two valid copies, got %v", f.Valid)
+			}
+			here, other := f.Valid[1], f.Valid[0]
+			for _, id := range c.ids {
+				c.lease[id] = false
+			}
+			c.renew[here] = tc.renew
+			got, rd, err := c.read(here, "f", tc.o)
+			var held *HeldElsewhereError
+			switch tc.want {
+			case "served":
+				if err != nil || got != "v1" || rd.Node() != here {
+					t.Fatalf("got %q, %v; want v1 from %s's own copy", got, err, here)
+				}
+			case "no quorum":
+				if !errors.Is(err, ErrNoQuorum) || !errors.Is(err, ErrUnavailable) {
+					t.Fatalf("got %q, %v; want no quorum, not a node to try next", got, err)
+				}
+			case "sent to other holder":
+				if !errors.As(err, &held) || held.Node != other {
+					t.Fatalf("got %q, %v; want a redirect to %s", got, err, other)
+				}
+			}
+			if c.forwarded("read") != 0 {
+				t.Fatalf("the read was forwarded on %d times", c.forwarded("read"))
+			}
+			if sent := tc.o.Redirected > 0 || tc.o.Hops > 0; sent && !tc.o.Stale && c.awaited[here] == 0 {
+				t.Fatalf("%s did not wait for its lease", here)
+			}
+		})
+	}
+}
