@@ -33,6 +33,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.DataDir, "data", "", "data directory (required); holds the node's identity, raft state and files")
 	fs.StringVar(&cfg.HTTPAddr, "http", node.DefaultHTTPAddr, "client API listen address")
 	fs.StringVar(&cfg.FastHTTPAddr, "http-fast", "", "fast read lane listen address: GET/HEAD of whole local files on fasthttp, the rest redirected to --http (default: off)")
+	fs.StringVar(&cfg.UIAddr, "ui-addr", "", "monitoring port `ADDR`: the dashboard, /history, /metrics, /status and health on a listener of their own, which keeps answering while the client port is overloaded (default: off, they are on --http only)")
 	fs.StringVar(&cfg.PprofAddr, "pprof", "", "serve Go's profiler (/debug/pprof/) on this `ADDR` (keep it on loopback; default: off)")
 	fs.StringVar(&cfg.AdvertiseHTTP, "advertise-http", "", "client API address given to clients in redirects (default: --http)")
 	fs.StringVar(&cfg.PeerAddr, "peer", node.DefaultPeerAddr, "node-to-node listen address (gossip, raft and replication, TCP and UDP)")

@@ -22,7 +22,13 @@ func (s *Service) handleHistory(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	b, err := json.Marshal(s.set.Dump(since, q["node"]...))
+	var b []byte
+	var err error
+	if since == 0 && len(q["node"]) == 0 {
+		b, _, err = s.historyJSON() // the whole history: encoded once per interval
+	} else {
+		b, err = json.Marshal(s.set.Dump(since, q["node"]...))
+	}
 	if err != nil {
 		api.Error(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
 		return

@@ -62,6 +62,9 @@ type Service struct {
 	// viewed is when the view was last drawn (Unix ns): the holder's
 	// front door is asked for only while someone looks.
 	viewed atomic.Int64
+	// shared are the view's and the whole history's encodings, built
+	// once per interval for every request and stream.
+	shared shared
 }
 
 // watchKeep is how long after the last view drawn the holder's front
@@ -162,6 +165,7 @@ func (s *Service) loop(ctx context.Context) {
 			} else {
 				s.forgetHolder()
 			}
+			s.shared.published()
 			s.ui.publish()
 		}
 	}

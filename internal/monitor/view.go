@@ -3,6 +3,7 @@ package monitor
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
@@ -59,7 +60,13 @@ func (s *Service) view(user string) View {
 }
 
 func (u *ui) handleView(w http.ResponseWriter, r *http.Request) {
-	api.JSON(w, http.StatusOK, u.s.view(r.Header.Get(userHeader)))
+	b, err := u.s.viewJSON(r.Header.Get(userHeader))
+	if err != nil {
+		api.Error(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
 }
 
 // handleEvents streams server-sent events: at once and then every second
@@ -80,13 +87,13 @@ func (u *ui) handleEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	user := r.Header.Get(userHeader)
-	sent := map[string][2]int64{} // node → newest fine and coarse point sent
+	var sent map[string][2]int64 // node → newest fine and coarse point sent; nil before the first update
 	for {
 		next := u.next()
 		if _, ok := u.session(r); !ok {
 			return
 		}
-		if err := u.send(w, user, sent); err != nil {
+		if err := u.send(w, user, &sent); err != nil {
 			return
 		}
 		if err := rc.Flush(); err != nil {
@@ -104,11 +111,38 @@ func (u *ui) handleEvents(w http.ResponseWriter, r *http.Request) {
 
 // send writes one update: the view and the points newer than sent, per
 // node (a peer's points arrive a second after this node's own, so each
-// node has its own mark).
-func (u *ui) send(w http.ResponseWriter, user string, sent map[string][2]int64) error {
+// node has its own mark). The first update (sent nil) carries the whole
+// history, encoded once per interval for every stream and request
+// (shared); *sent is then made.
+func (u *ui) send(w http.ResponseWriter, user string, sent *map[string][2]int64) error {
+	var hist []byte
+	var err error
+	if *sent == nil {
+		var marks map[string][2]int64
+		if hist, marks, err = u.s.historyJSON(); err != nil {
+			return err
+		}
+		*sent = maps.Clone(marks)
+		if *sent == nil {
+			*sent = map[string][2]int64{}
+		}
+	} else if hist, err = json.Marshal(u.s.since(*sent)); err != nil {
+		return err
+	}
+	view, err := u.s.viewJSON(user)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "event: update\ndata: {\"view\":%s,\"history\":%s}\n\n", view, hist)
+	return err
+}
+
+// since returns each node's points newer than its mark in sent, and moves
+// the marks to the newest point returned.
+func (s *Service) since(sent map[string][2]int64) history.Dump {
 	d := history.Dump{Nodes: map[string]history.NodeDump{}}
-	for _, id := range u.s.set.Nodes() {
-		se, ok := u.s.set.Lookup(id)
+	for _, id := range s.set.Nodes() {
+		se, ok := s.set.Lookup(id)
 		if !ok {
 			continue
 		}
@@ -123,14 +157,5 @@ func (u *ui) send(w http.ResponseWriter, user string, sent map[string][2]int64) 
 		sent[id] = mark
 		d.Nodes[id] = history.NodeDump{Fine: fine, Coarse: coarse}
 	}
-	hist, err := json.Marshal(d)
-	if err != nil {
-		return err
-	}
-	view, err := json.Marshal(u.s.view(user))
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "event: update\ndata: {\"view\":%s,\"history\":%s}\n\n", view, hist)
-	return err
+	return d
 }

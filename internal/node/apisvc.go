@@ -61,6 +61,9 @@ func (a *apiService) Start(_ context.Context, _ service.Env) error {
 		a.local.Store(local)
 		n.serve(n.httpSrv, a.listen(local))
 	}
+	if n.uiSrv != nil {
+		n.serve(n.uiSrv, n.withTLS(n.uiLn))
+	}
 	if n.fastLn != nil {
 		fast := filehttp.NewFastLane(n.files.svc.Load(), n.scheme()+"://"+n.advertiseHTTP(), n.fastAllow(), max(n.cfg.MaxInFlight, 256)*16)
 		a.fast.Store(fast)
@@ -96,6 +99,9 @@ func (a *apiService) Stop(ctx context.Context) error {
 	if fast := a.fast.Load(); fast != nil {
 		errs = append(errs, fast.Shutdown(ctx))
 	}
+	if a.n.uiSrv != nil {
+		errs = append(errs, a.n.uiSrv.Shutdown(ctx))
+	}
 	errs = append(errs, a.n.httpSrv.Shutdown(ctx))
 	return errors.Join(errs...)
 }
@@ -107,6 +113,8 @@ type APIStatus struct {
 	Connections int    `json:"connections"`
 	Refused     int64  `json:"refused"`
 	Fast        string `json:"fast,omitempty"`
+	// UI is the monitoring port's address (--ui-addr), when it has one.
+	UI string `json:"ui,omitempty"`
 	// FrontServed is the plain reads the front answered itself since the
 	// start (the others went to net/http; docs/decisions/0018-front.md).
 	FrontServed uint64 `json:"front_served"`
@@ -116,7 +124,7 @@ type APIStatus struct {
 }
 
 func (a *apiService) Status() any {
-	st := APIStatus{Connections: a.n.openConns(), Refused: a.n.refused.Load(), Fast: a.n.FastAddr()}
+	st := APIStatus{Connections: a.n.openConns(), Refused: a.n.refused.Load(), Fast: a.n.FastAddr(), UI: a.n.UIAddr()}
 	a.mu.Lock()
 	for _, f := range a.fronts {
 		st.FrontServed += f.Served()
@@ -172,11 +180,18 @@ func (n *Node) listenClient() error {
 			n.fastLn = frontdoor.LimitConns(n.fastLn, cfg.MaxConns, n.connRefused)
 		}
 	}
+	if err := n.listenUI(); err != nil {
+		n.closeClientListeners()
+		return err
+	}
 	return nil
 }
 
 func (n *Node) closeClientListeners() {
 	n.httpLn.Close()
+	if n.uiLn != nil {
+		n.uiLn.Close()
+	}
 	if n.fastLn != nil {
 		n.fastLn.Close()
 	}

@@ -38,6 +38,13 @@ type Config struct {
 	// HEAD of whole files this node may serve from its own copy, on
 	// fasthttp; everything else it redirects to the main port.
 	FastHTTPAddr string
+	// UIAddr, when set, is the monitoring port: the dashboard (/ui/),
+	// /history, /metrics, /status and the health probes on a listener of
+	// their own, without the client port's front, admission and
+	// connection limit, so that they answer while the client port is
+	// overloaded (docs/decisions/0044-dashboard-under-overload.md). They
+	// stay on the client port as well, with the same authentication.
+	UIAddr string
 	// S3Addr, when set, is where the S3 API listens (internal/files/s3):
 	// buckets are the top-level folders, access keys sign the requests.
 	S3Addr string

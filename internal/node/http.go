@@ -24,8 +24,9 @@ import (
 
 func discardLog() *log.Logger { return log.New(io.Discard, "", 0) }
 
-// clientHandler is the client API (docs/api.md).
-func (n *Node) clientHandler() http.Handler {
+// clientHandlers are the client API (docs/api.md) and the monitoring
+// port's part of it (uiport.go: no admission, no S3).
+func (n *Node) clientHandlers() (client, ui http.Handler) {
 	mux := n.routes
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		api.JSON(w, http.StatusOK, map[string]string{"status": "ok", "node": n.ID()})
@@ -55,7 +56,9 @@ func (n *Node) clientHandler() http.Handler {
 	n.admission = lim // the front's reads take its slots too
 	wlim := admission.New(admission.Config{MaxInFlight: cmp.Or(n.cfg.MaxWriteInFlight, DefaultMaxWriteInFlight),
 		MaxQueue: cmp.Or(n.cfg.MaxWriteQueue, DefaultMaxWriteQueue), Subsystem: "write_admission"}, n.reg)
-	return n.instrument(n.s3First(n.guarded(lim.Wrap(writesThrough(wlim, n.route(mux))))))
+	instrument := n.instrumenter()
+	return instrument(n.s3First(n.guarded(lim.Wrap(writesThrough(wlim, n.route(mux)))))),
+		instrument(n.guarded(n.uiOnly(n.route(mux))))
 }
 
 // s3First hands the requests signed with SigV4 to the S3 API (--s3), which

@@ -105,8 +105,9 @@ func (n *Node) registerStoreMetrics() {
 	gauge("bytes", "Bytes of blobs stored on this node.", func() float64 { _, b := n.st.Usage(); return float64(b) })
 }
 
-// instrument counts requests and their latency by route pattern.
-func (n *Node) instrument(next http.Handler) http.Handler {
+// instrumenter returns the wrapper that counts requests and their latency
+// by route pattern (one set of metrics, for every handler it wraps).
+func (n *Node) instrumenter() func(http.Handler) http.Handler {
 	m := httpMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Subsystem: "http", Name: "requests_total",
 			Help: "Client API requests by route, method and status code."}, []string{"route", "method", "code"}),
@@ -115,6 +116,10 @@ func (n *Node) instrument(next http.Handler) http.Handler {
 			[]string{"route", "method"}),
 	}
 	n.reg.MustRegister(m.requests, m.latency)
+	return func(next http.Handler) http.Handler { return m.wrap(n, next) }
+}
+
+func (m httpMetrics) wrap(n *Node, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}

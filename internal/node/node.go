@@ -54,6 +54,8 @@ type Node struct {
 	httpLn  net.Listener
 	httpSrv *http.Server
 	fastLn  net.Listener
+	uiLn    net.Listener // the monitoring port (nil without --ui-addr)
+	uiSrv   *http.Server
 	pprof   *http.Server
 	load    *hostload.Reader
 	peerSrv *http.Server
@@ -176,7 +178,11 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.peerSrv = &http.Server{Handler: n.peerHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog()}
-	n.httpSrv = &http.Server{Handler: n.clientHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: discardLog(),
+	client, ui := n.clientHandlers()
+	if n.uiLn != nil {
+		n.uiSrv = &http.Server{Handler: ui, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: discardLog()}
+	}
+	n.httpSrv = &http.Server{Handler: client, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: discardLog(),
 		ConnState: n.countConn}
 	env := service.Env{NodeID: id.NodeID, PeerAddr: n.mux.Addr(), Routes: n.routes, PeerRoutes: n.peerRoutes, Metrics: n.reg, Logger: n.log,
 		Cluster: n.cl, Serve: func(ln net.Listener) { n.serve(n.httpSrv, n.withTLS(ln)) }}

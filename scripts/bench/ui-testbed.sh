@@ -4,28 +4,44 @@
 # 100 Mbit/s, the node's data on tmpfs), the load generator on client host
 # c1 (an open loop at twice the node's sustainable rate of 1 KiB reads, at
 # most 4096 outstanding), and the dashboard's data — /ui/api/view (what the
-# page draws from) and /history (a peer's or a restarted page's backfill) —
-# asked from client host c2 every 200 ms during the overload. Prints the
-# sustainable rate, what the overloaded node admitted, and the probes' p50,
-# p99 and max; the target is p99 <= 200 ms.
+# page draws from), /history (a peer's or a restarted page's backfill) and
+# /metrics (a scraper) — asked from client host c2 every 200 ms during the
+# overload. Prints the sustainable rate, what the overloaded node admitted,
+# and the probes' p50, p99 and max; the target is p99 <= 200 ms.
 #   scripts/bench/ui-testbed.sh [DURATION]    (default 20s; about 2 minutes)
 # Testbed nodes run without authentication, so the probes need no session.
+# Environment:
+#   UI=port   the probes ask the node's monitoring port (--ui-addr, port
+#             7948; the default); UI=http: its client port, as before
+#             decision 0044
+#   MURE_BIN  a binary to run instead of building this tree (to compare
+#             two versions in one go; an older one needs UI=http)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dur=${1:-20s}
 secs=${dur%s}
+ui=${UI:-port}
 work=$(mktemp -d /var/tmp/mure-ui-testbed.XXXXXX)
 bin=$work/mure
-go build -o "$bin" ./cmd/mure
+if [ -n "${MURE_BIN:-}" ]; then
+  cp "$MURE_BIN" "$bin"
+else
+  go build -o "$bin" ./cmd/mure
+fi
 cleanup() {
   "$bin" testbed down >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
 "$bin" testbed down >/dev/null 2>&1 || true
-"$bin" testbed up --servers 1 --clients 2 --server-cpu 0.2 --client-cpu 0.6 \
-  --server-link 100mbit --client-link 100mbit --disk tmpfs --data-size 2000 >"$work/up.log"
 node=10.77.0.11:7946
+case $ui in
+port) probe=10.77.0.11:7948 nodeargs="--ui-addr $probe" ;;
+http) probe=$node nodeargs= ;;
+*) echo "UI is port or http (got $ui)" >&2; exit 2 ;;
+esac
+"$bin" testbed up --servers 1 --clients 2 --server-cpu 0.2 --client-cpu 0.6 \
+  --server-link 100mbit --client-link 100mbit --disk tmpfs --data-size 2000 --node-args "$nodeargs" >"$work/up.log"
 tx() { "$bin" testbed exec "$@"; }
 bench() { # json flags...
   local json=$1
@@ -43,8 +59,8 @@ rate=$(awk -v s="$sust" 'BEGIN {printf "%d", 2 * s}')
 # overload's duration (bounded by count)
 n=$((secs * 5))
 tx c2 -- sh -c "for i in \$(seq $n); do
-  for p in /ui/api/view /history; do
-    curl -s -o /dev/null -w \"\$p %{http_code} %{time_total}\n\" --max-time 5 http://$node\$p || echo \"\$p 000 5\"
+  for p in /ui/api/view /history /metrics; do
+    curl -s -o /dev/null -w \"\$p %{http_code} %{time_total}\n\" --max-time 5 http://$probe\$p || echo \"\$p 000 5\"
   done
   sleep 0.2
 done" >"$work/probes" &
@@ -55,11 +71,11 @@ wait $prober
 quantile() { # Q: the Q-th percentile (ms) of the numbers on stdin
   sort -n | awk -v q="$1" '{a[NR] = $1 * 1000} END {if (!NR) {print "-"; exit} i = int(NR * q / 100 + 0.999); if (i > NR) i = NR; printf "%.1f", a[i]}'
 }
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "probes on $ui ($probe); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'reads: sustainable %.0f/s, offered %.0f/s, admitted %.0f/s, admitted p99 %.1f ms, 503s %s\n' \
   "$sust" "$(field "$work/open.json" rate)" "$(field "$work/open.json" ops_per_s)" \
   "$(field "$work/open.json" latency.p99_ms)" "$(field "$work/open.json" 'error_kinds.http_503')"
-for p in /ui/api/view /history; do
+for p in /ui/api/view /history /metrics; do
   ok=$(awk -v p="$p" '$1 == p && $2 == 200' "$work/probes" | wc -l)
   all=$(awk -v p="$p" '$1 == p' "$work/probes" | wc -l)
   printf '%-14s %d/%d answered 200   p50 %s ms   p99 %s ms   max %s ms\n' "$p" "$ok" "$all" \
