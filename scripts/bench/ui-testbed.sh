@@ -14,6 +14,7 @@
 #   UI=port   the probes ask the node's monitoring port (--ui-addr, port
 #             7948; the default); UI=http: its client port, as before
 #             decision 0044
+#   NODE_ARGS more flags of the node (e.g. --max-inflight 16)
 #   MURE_BIN  a binary to run instead of building this tree (to compare
 #             two versions in one go; an older one needs UI=http)
 set -euo pipefail
@@ -41,7 +42,7 @@ http) probe=$node nodeargs= ;;
 *) echo "UI is port or http (got $ui)" >&2; exit 2 ;;
 esac
 "$bin" testbed up --servers 1 --clients 2 --server-cpu 0.2 --client-cpu 0.6 \
-  --server-link 100mbit --client-link 100mbit --disk tmpfs --data-size 2000 --node-args "$nodeargs" >"$work/up.log"
+  --server-link 100mbit --client-link 100mbit --disk tmpfs --data-size 2000 --node-args "$nodeargs ${NODE_ARGS:-}" >"$work/up.log"
 tx() { "$bin" testbed exec "$@"; }
 bench() { # json flags...
   local json=$1
@@ -71,7 +72,7 @@ wait $prober
 quantile() { # Q: the Q-th percentile (ms) of the numbers on stdin
   sort -n | awk -v q="$1" '{a[NR] = $1 * 1000} END {if (!NR) {print "-"; exit} i = int(NR * q / 100 + 0.999); if (i > NR) i = NR; printf "%.1f", a[i]}'
 }
-echo "probes on $ui ($probe); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "probes on $ui ($probe), node flags: ${nodeargs:-none} ${NODE_ARGS:-}; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'reads: sustainable %.0f/s, offered %.0f/s, admitted %.0f/s, admitted p99 %.1f ms, 503s %s\n' \
   "$sust" "$(field "$work/open.json" rate)" "$(field "$work/open.json" ops_per_s)" \
   "$(field "$work/open.json" latency.p99_ms)" "$(field "$work/open.json" 'error_kinds.http_503')"
