@@ -61,10 +61,11 @@ func TestBypassUnderOverload(t *testing.T) {
 			})
 			dir := t.TempDir()
 			// Objects stored, then the node restarted: they are on disk only.
-			p, _ := proxyFor(t, o, dir, Limits{})
+			p, h0 := proxyFor(t, o, dir, Limits{})
 			for _, path := range []string{"/d1", "/d2"} {
 				fetch(t, "GET", p.URL+path)
 			}
+			h0.tiers.Flush()
 			p.Close()
 
 			disk := &stuckDisk{release: make(chan struct{})}

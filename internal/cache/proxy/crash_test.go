@@ -70,7 +70,7 @@ func startChild(t *testing.T, dir, origin string) (*exec.Cmd, string) {
 
 // TestKillDuringFill kills a proxy process with SIGKILL while an origin
 // is halfway through a body: nothing of it may be found after a restart;
-// an object stored whole before the kill is found again.
+// an object whose file was written before the kill is found again.
 func TestKillDuringFill(t *testing.T) {
 	halfway := make(chan struct{})
 	release := make(chan struct{})
@@ -92,6 +92,11 @@ func TestKillDuringFill(t *testing.T) {
 	if _, body := fetch(t, "GET", purl+"/whole"); body != "stored before the kill" {
 		t.Fatalf("whole object: %q", body)
 	}
+	// The disk write follows the answer: wait until it has landed.
+	waitFor(t, "the whole object's file", func() bool {
+		files, _ := filepath.Glob(filepath.Join(dir, "objects", "*", "*"))
+		return len(files) == 1
+	})
 	go func() {
 		resp, err := http.Get(purl + "/half")
 		if err == nil {

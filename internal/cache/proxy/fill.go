@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"io"
+	"strconv"
 	"net/http"
 	"net/url"
 	"sync"
@@ -24,10 +25,12 @@ func (h *Handler) fetch(w http.ResponseWriter, r *http.Request, o *Origin, key s
 	return h.answer(w, r, key, x, st)
 }
 
-// answer stores a response when RFC 9111 allows it and it fits, then
-// answers the client. The body is read whole before anything is stored or
-// sent: an origin that dies mid-body leaves nothing cached and the client
-// gets a 502, never a truncated copy presented as whole.
+// answer stores a response when RFC 9111 allows it and it fits, and
+// answers the client: a GET's body is streamed to it as it arrives
+// (streamFill); a HEAD, a range or a 304 for the client's own condition
+// is answered once the body is whole. An origin that dies mid-body leaves
+// nothing cached, and the client never gets a truncated copy presented as
+// whole (a 502, or its response aborted).
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, key string, x *exchange, st cache.Status) bool {
 	st.FwdStatus = x.resp.StatusCode
 	ok, why := h.policy.Storable(http.MethodGet, cache.Header(r.Header), x.resp.StatusCode, cache.Header(x.resp.Header))
@@ -50,6 +53,10 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, key string, x *
 		return false
 	}
 	defer h.fills.give(want)
+	if r.Method == http.MethodGet && r.Header.Get("Range") == "" &&
+		!(x.resp.StatusCode == http.StatusOK && cache.NotModified(cache.Header(r.Header), cache.Header(x.resp.Header))) {
+		return h.streamFill(w, r, key, x, st)
+	}
 	body, tooBig, err := readWhole(x.resp.Body, h.limits.MaxObject)
 	if err != nil {
 		h.originError(w, err)
@@ -69,6 +76,74 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, key string, x *
 	}
 	st.Stored = true
 	h.writeStored(w, r, obj, st)
+	return true
+}
+
+// fillBuffers are the chunks a streamed fill reads the origin's body in.
+var fillBuffers = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+// streamFill sends a storable response to the client as it arrives and
+// keeps a copy; once the body is whole, and within the object limit, it
+// is stored (Cache-Status says stored from the start: a body without a
+// declared length that outgrows the limit is sent whole but not stored).
+// A body cut short aborts the client's response and nothing is stored; a
+// client gone mid-body ends the fill without storing.
+func (h *Handler) streamFill(w http.ResponseWriter, r *http.Request, key string, x *exchange, st cache.Status) bool {
+	obj := h.object(key, r, x, nil)
+	hdr := w.Header()
+	for k, v := range obj.Header {
+		hdr[k] = v
+	}
+	hdr.Set("Age", cache.AgeHeader(obj.Stored().Age(h.now())))
+	st.Stored = true
+	hdr.Set("Cache-Status", st.String(cacheName))
+	hdr.Del("Content-Length")
+	var body []byte
+	if n := x.resp.ContentLength; n >= 0 {
+		hdr.Set("Content-Length", strconv.FormatInt(n, 10))
+		body = make([]byte, 0, n)
+	}
+	w.WriteHeader(x.resp.StatusCode)
+	buf := fillBuffers.Get().(*[32 << 10]byte)
+	defer fillBuffers.Put(buf)
+	var sent int64
+	defer func() { h.metrics.served("origin", sent) }()
+	tooBig := false
+	flusher, _ := w.(http.Flusher)
+	for {
+		n, err := x.resp.Body.Read(buf[:])
+		if n > 0 {
+			if !tooBig && int64(len(body)+n) > h.limits.MaxObject {
+				tooBig, body = true, nil
+			} else if !tooBig {
+				body = append(body, buf[:n]...)
+			}
+			m, werr := w.Write(buf[:n])
+			sent += int64(m)
+			if werr == nil && flusher != nil {
+				flusher.Flush() // what arrived goes out now, not when 4 KiB have
+			}
+			if werr != nil {
+				return false // the client is gone
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			h.log.Debug("cache: the origin's body ended early; the client's response is aborted", "key", key, "err", err)
+			h.metrics.result(resultError)
+			panic(http.ErrAbortHandler)
+		}
+	}
+	if tooBig {
+		return false
+	}
+	obj.Body = body
+	if err := h.tiers.Put(obj); err != nil {
+		h.log.Warn("cache: could not store an object", "key", key, "err", err)
+		return false
+	}
 	return true
 }
 

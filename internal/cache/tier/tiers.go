@@ -30,6 +30,11 @@ type Config struct {
 	// lets the disk's queue, and every miss's latency, grow first.
 	DiskQueue   int
 	DiskLatency time.Duration
+	// WriteQueue bounds the bytes of objects waiting to be written to
+	// disk (0: 32 MiB). Put returns once the object is in memory; the
+	// disk write follows in the background, and an object that finds the
+	// queue full stays in memory only.
+	WriteQueue int64
 	// NoBypass admits every disk operation however busy the disk is
 	// (the baseline of paper 003's experiment).
 	NoBypass bool
@@ -48,6 +53,7 @@ type entry struct {
 	gen      uint64
 	diskSize int64 // 0: not on disk
 	lru      *list.Element
+	writing  bool // its file is queued or being written
 }
 
 // Tiers is a cache's object store: an index of every object, the memory
@@ -55,8 +61,9 @@ type entry struct {
 type Tiers struct {
 	cfg  Config
 	mem  *otter.Cache[string, *Object]
-	disk *disk
-	gate *gate
+	disk   *disk
+	gate   *gate
+	writer *writer
 
 	mu        sync.Mutex
 	byKey     map[string][]*entry // primary key → variants
@@ -65,7 +72,7 @@ type Tiers struct {
 	diskBytes int64
 	diskLRU   *list.List // of *entry, most recently used at the front
 
-	promotions, demotions, diskEvictions, corrupt, refused, skipped atomic.Int64
+	promotions, demotions, diskEvictions, corrupt, refused, skipped, writeErrors atomic.Int64
 }
 
 // Open opens the tiers; with a directory, the objects already on disk are
@@ -79,6 +86,9 @@ func Open(cfg Config) (*Tiers, error) {
 	}
 	if cfg.DiskQueue <= 0 {
 		cfg.DiskQueue = 64
+	}
+	if cfg.WriteQueue <= 0 {
+		cfg.WriteQueue = 32 << 20
 	}
 	if cfg.DiskLatency <= 0 {
 		cfg.DiskLatency = 100 * time.Millisecond
@@ -111,6 +121,8 @@ func Open(cfg Config) (*Tiers, error) {
 			return nil, fmt.Errorf("cache disk tier %s: %w", cfg.Dir, err)
 		}
 		t.evictDiskLocked()
+		t.writer = newWriter(cfg.WriteQueue)
+		go t.writer.run(t.write)
 	}
 	return t, nil
 }
@@ -169,7 +181,9 @@ func (t *Tiers) onMemoryDeletion(ev otter.DeletionEvent[string, *Object]) {
 		t.demotions.Add(1)
 		return
 	}
-	t.dropLocked(e, false)
+	if !e.writing { // else it is on disk once its write lands
+		t.dropLocked(e, false)
+	}
 }
 
 // Variants returns the metas of the objects stored under a primary key.
@@ -261,33 +275,14 @@ func (t *Tiers) beforeIO() {
 // refuse an object held only on disk).
 func (t *Tiers) Busy() bool { return t.disk != nil && t.gate.busy() }
 
-// Put stores a whole object in both tiers, replacing the variant it
-// names, and drops variants of its key that vary on other fields. When
-// the disk is busy the object is kept in memory only (counted as
-// skipped).
+// Put stores a whole object in memory and queues its disk write,
+// replacing the variant it names, and drops variants of its key that vary
+// on other fields. It does no disk I/O but removing replaced files: when
+// the disk is busy or its write queue full, the object stays in memory
+// only (counted as skipped).
 func (t *Tiers) Put(o *Object) error {
 	o.Size = int64(len(o.Body))
-	var size int64
-	onDisk := false
-	if t.disk != nil {
-		if leave, ok := t.gate.enter(false); ok {
-			t.beforeIO()
-			var err error
-			size, err = t.disk.write(o)
-			leave()
-			if err != nil {
-				return fmt.Errorf("cache disk tier: %w", err)
-			}
-			onDisk = true
-		} else {
-			t.skipped.Add(1)
-		}
-	}
 	t.mu.Lock()
-	if old := t.byID[o.ID()]; !onDisk && old != nil && old.lru != nil {
-		// The file holds the response this one replaces.
-		t.dropLocked(old, true)
-	}
 	var dropped []string
 	for _, v := range append([]*entry(nil), t.byKey[o.Key]...) {
 		if strings.Join(v.meta.Vary, ",") != strings.Join(o.Vary, ",") {
@@ -295,12 +290,18 @@ func (t *Tiers) Put(o *Object) error {
 			dropped = append(dropped, v.id)
 		}
 	}
-	e := t.addLocked(&o.Meta)
-	if onDisk {
-		e.diskSize = size
-		e.lru = t.diskLRU.PushFront(e)
-		t.diskBytes += size
-		t.evictDiskLocked()
+	old := t.byID[o.ID()]
+	e := t.addLocked(&o.Meta) // drops old from the index, not its file
+	if t.disk != nil {
+		switch {
+		case !t.gate.busy() && t.writer.push(job{e: e, o: o}):
+			e.writing = true // its file replaces old's
+		case old != nil && old.diskSize > 0:
+			t.skipped.Add(1)
+			t.disk.remove(e.id) // old's file would come back at a restart
+		default:
+			t.skipped.Add(1)
+		}
 	}
 	t.mu.Unlock()
 	for _, id := range dropped {
@@ -308,6 +309,45 @@ func (t *Tiers) Put(o *Object) error {
 	}
 	t.mem.Set(e.id, o)
 	return nil
+}
+
+// write is the writer's: it writes one queued object and indexes its file,
+// unless the object was replaced or removed meanwhile.
+func (t *Tiers) write(j job) {
+	leave, _ := t.gate.enter(true)
+	t.beforeIO()
+	size, err := t.disk.write(j.o)
+	leave()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := j.e
+	e.writing = false
+	if t.byID[e.id] != e {
+		// Replaced or removed while queued: the file is no object's (a
+		// replacement's own write is queued behind this one).
+		t.disk.remove(e.id)
+		return
+	}
+	if err != nil {
+		t.writeErrors.Add(1)
+		t.cfg.Logger.Warn("cache: could not write an object to disk; kept in memory only", "key", e.meta.Key, "err", err)
+		t.disk.remove(e.id)
+		if _, inMem := t.mem.GetIfPresent(e.id); !inMem {
+			t.dropLocked(e, false)
+		}
+		return
+	}
+	e.diskSize = size
+	e.lru = t.diskLRU.PushFront(e)
+	t.diskBytes += size
+	t.evictDiskLocked()
+}
+
+// Flush waits until the objects stored so far are written to disk.
+func (t *Tiers) Flush() {
+	if t.writer != nil {
+		t.writer.flush()
+	}
 }
 
 // evictDiskLocked removes the least recently used files beyond the bound;
@@ -377,6 +417,11 @@ type Stats struct {
 	DiskOldest   time.Duration `json:"disk_oldest_ns"`
 	DiskRefused  int64         `json:"disk_refused"`
 	DiskSkipped  int64         `json:"disk_skipped"`
+	// WriteQueue and WriteQueueBytes are the objects waiting to be
+	// written to disk; WriteErrors counts the writes that failed.
+	WriteQueue      int   `json:"write_queue"`
+	WriteQueueBytes int64 `json:"write_queue_bytes"`
+	WriteErrors     int64 `json:"write_errors"`
 }
 
 // Stats returns the tiers' figures now.
@@ -387,10 +432,18 @@ func (t *Tiers) Stats() Stats {
 	s.MemoryBytes, s.MemoryObjects = int64(t.mem.WeightedSize()), t.mem.EstimatedSize()
 	s.Promotions, s.Demotions, s.DiskEvictions, s.Corrupt = t.promotions.Load(), t.demotions.Load(), t.diskEvictions.Load(), t.corrupt.Load()
 	s.DiskInflight, s.DiskOldest = t.gate.load()
-	s.DiskRefused, s.DiskSkipped = t.refused.Load(), t.skipped.Load()
+	s.DiskRefused, s.DiskSkipped, s.WriteErrors = t.refused.Load(), t.skipped.Load(), t.writeErrors.Load()
+	if t.writer != nil {
+		s.WriteQueue, s.WriteQueueBytes = t.writer.queued()
+	}
 	return s
 }
 
-// Close stops the memory tier's goroutines. The disk tier needs nothing:
-// every file was complete when it was renamed into place.
-func (t *Tiers) Close() { t.mem.StopAllGoroutines() }
+// Close writes the queued objects to disk and stops the tiers'
+// goroutines. Every file was complete when it was renamed into place.
+func (t *Tiers) Close() {
+	if t.writer != nil {
+		t.writer.close()
+	}
+	t.mem.StopAllGoroutines()
+}

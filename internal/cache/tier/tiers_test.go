@@ -113,6 +113,7 @@ func TestBounds(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		tr.Flush()
 		st := tr.Stats()
 		if st.DiskBytes > 3000 || st.DiskEvictions == 0 {
 			t.Errorf("disk over its bound: %+v", st)
@@ -126,6 +127,7 @@ func TestBounds(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		tr.Flush()
 		tr.mem.CleanUp()
 		if st := tr.Stats(); st.MemoryBytes > 64<<10 || st.Objects != 40 {
 			t.Fatalf("stats %+v", st)
@@ -173,6 +175,7 @@ func TestVariantsAndRemove(t *testing.T) {
 	if n := len(tr.Variants("site/x")); n != 1 {
 		t.Fatalf("%d variants after a change of Vary", n)
 	}
+	tr.Flush()
 	if n := tr.RemovePrefix("site/"); n != 2 {
 		t.Fatalf("removed %d", n)
 	}
@@ -195,6 +198,7 @@ func TestRacedStoresServeOneResponse(t *testing.T) {
 	if err := tr.Put(a); err != nil {
 		t.Fatal(err)
 	}
+	tr.Flush()
 	// b's store wrote its file last; a's meta is the one indexed.
 	if _, err := tr.disk.write(b); err != nil {
 		t.Fatal(err)
