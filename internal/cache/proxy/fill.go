@@ -108,7 +108,15 @@ func (h *Handler) streamFill(w http.ResponseWriter, r *http.Request, key string,
 	defer fillBuffers.Put(buf)
 	var sent int64
 	defer func() { h.metrics.served("origin", sent) }()
-	tooBig := false
+	tooBig, stored := false, false
+	store := func() {
+		obj.Body = body
+		if err := h.tiers.Put(obj); err != nil {
+			h.log.Warn("cache: could not store an object", "key", key, "err", err)
+			return
+		}
+		stored = true
+	}
 	flusher, _ := w.(http.Flusher)
 	for {
 		n, err := x.resp.Body.Read(buf[:])
@@ -117,6 +125,11 @@ func (h *Handler) streamFill(w http.ResponseWriter, r *http.Request, key string,
 				tooBig, body = true, nil
 			} else if !tooBig {
 				body = append(body, buf[:n]...)
+				if int64(len(body)) == x.resp.ContentLength {
+					// Whole: stored before the last bytes go out, so that
+					// a client holding the whole body finds it stored.
+					store()
+				}
 			}
 			m, werr := w.Write(buf[:n])
 			sent += int64(m)
@@ -124,7 +137,7 @@ func (h *Handler) streamFill(w http.ResponseWriter, r *http.Request, key string,
 				flusher.Flush() // what arrived goes out now, not when 4 KiB have
 			}
 			if werr != nil {
-				return false // the client is gone
+				return stored // the client is gone
 			}
 		}
 		if err == io.EOF {
@@ -136,15 +149,10 @@ func (h *Handler) streamFill(w http.ResponseWriter, r *http.Request, key string,
 			panic(http.ErrAbortHandler)
 		}
 	}
-	if tooBig {
-		return false
+	if !tooBig && !stored { // no declared length, or an empty body
+		store()
 	}
-	obj.Body = body
-	if err := h.tiers.Put(obj); err != nil {
-		h.log.Warn("cache: could not store an object", "key", key, "err", err)
-		return false
-	}
-	return true
+	return stored
 }
 
 // reserve takes from the fill budget the memory to read x's body whole:

@@ -70,7 +70,7 @@ func TestServiceWithProbe(t *testing.T) {
 	for time.Now().Before(deadline) {
 		st = s.Status().(Status)
 		hits := testutil.ToFloat64(s.h.metrics.requests.WithLabelValues(resultHit))
-		if st.Probe != nil && st.Probe.CacheSecs > 0 && st.Probe.OriginSecs > 0 && st.Tiers.Objects == 1 && hits >= 1 {
+		if st.Probe != nil && st.Probe.CacheSecs > 0 && st.Probe.OriginSecs > 0 && st.Tiers.Objects == 1 && hits >= 1 && st.Counts.Bytes["cache"] >= 10<<10 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
