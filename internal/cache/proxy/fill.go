@@ -2,9 +2,9 @@ package proxy
 
 import (
 	"io"
-	"strconv"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 
 	"github.com/mure-dev/mure/internal/cache"

@@ -59,8 +59,8 @@ type entry struct {
 // Tiers is a cache's object store: an index of every object, the memory
 // tier and the disk tier.
 type Tiers struct {
-	cfg  Config
-	mem  *otter.Cache[string, *Object]
+	cfg    Config
+	mem    *otter.Cache[string, *Object]
 	disk   *disk
 	gate   *gate
 	writer *writer
