@@ -1,6 +1,6 @@
 # The project's vocabulary. Each target is a thin wrapper: the real commands
 # live in scripts/ so that CI and the README use exactly the same ones.
-.PHONY: build run test test-race test-robustness lint cluster clean bench-000 bench-000-quick bench-000-writes
+.PHONY: build run test test-race test-robustness test-robustness-fast test-robustness-default lint cluster clean bench-000 bench-000-quick bench-000-writes
 
 build:
 	go build -o bin/mure ./cmd/mure
@@ -11,13 +11,18 @@ run:
 test test-race:
 	bash scripts/test.sh
 
-# 20 randomized fault schedules of 20 s each, checked for linearizability
-# (about 8 minutes; bounded by -timeout).
-# Fast timings (20 seeds), then the production ones (5 seeds of the fault
-# run; decision 0017).
+# Randomized fault schedules of 20 s each, checked for linearizability
+# (scripts/robustness.sh; each seed: 20 s of faults, start-up and the
+# check): 20 seeds with the fast timings (the fault run and the same
+# through forwarding), then 20 with the production ones (decision 0017).
 test-robustness:
-	MURE_ROBUSTNESS_RUNS=20 go test -count=1 -timeout 40m -run 'TestLinearizabilityUnderFaults|TestLinearizabilityThroughForwarding' -v ./systest
-	MURE_TIMING=default MURE_ROBUSTNESS_RUNS=5 go test -count=1 -timeout 20m -run 'TestLinearizabilityUnderFaults' -v ./systest
+	bash scripts/robustness.sh all 20
+
+test-robustness-fast:
+	bash scripts/robustness.sh fast 20
+
+test-robustness-default:
+	bash scripts/robustness.sh default 20
 
 # Paper 000 on the emulated-host testbed (root): the full grid (~1 hour) or
 # a quick subset (~12 minutes). See docs/benchmarks.md.

@@ -32,10 +32,24 @@ import (
 // then checks the history with porcupine. The short version runs one
 // randomized seed; MURE_ROBUSTNESS_RUNS=N runs N seeds (make
 // test-robustness); MURE_SEED=S replays one seed; MURE_TIMING=default runs
-// the nodes with the production timings instead of the fast ones.
+// the nodes with the production timings instead of the fast ones (as
+// TestLinearizabilityDefaultTimings does).
 func TestLinearizabilityUnderFaults(t *testing.T) {
 	seededRuns(t, 8*time.Second, 20*time.Second, func(t *testing.T, seed int64, dur time.Duration) {
-		h := runWithFaults(t, seed, dur)
+		h := runWithFaults(t, seed, dur, os.Getenv("MURE_TIMING"))
+		checkLinearizable(t, h, true)
+	})
+}
+
+// TestLinearizabilityDefaultTimings is TestLinearizabilityUnderFaults
+// with the production timings (raft 300 ms, read lease 1 s; decision
+// 0017) instead of the test clusters' fast ones: elections, lease expiries
+// and gossip verdicts take longer, so the same faults meet the protocol in
+// other states. The suite runs one short seed; make
+// test-robustness-default runs 20 of 20 s.
+func TestLinearizabilityDefaultTimings(t *testing.T) {
+	seededRuns(t, 8*time.Second, 20*time.Second, func(t *testing.T, seed int64, dur time.Duration) {
+		h := runWithFaults(t, seed, dur, "default")
 		checkLinearizable(t, h, true)
 	})
 }
@@ -141,11 +155,12 @@ func checkLinearizable(t *testing.T, h *lincheck.History, strict bool) {
 	}
 }
 
-// runWithFaults drives the load and the fault schedule for dur.
-func runWithFaults(t *testing.T, seed int64, dur time.Duration) *lincheck.History {
+// runWithFaults drives the load and the fault schedule for dur, on nodes
+// with the named timing ("": the test clusters' fast one).
+func runWithFaults(t *testing.T, seed int64, dur time.Duration, timing string) *lincheck.History {
 	rng := rand.New(rand.NewPCG(uint64(seed), 1))
 	args := []string{"--debug-faults"}
-	if tm := os.Getenv("MURE_TIMING"); tm != "" {
+	if tm := timing; tm != "" {
 		args = append(args, "--timing", tm) // the last --timing wins over the test clusters' fast one
 		t.Logf("timing %s", tm)
 	}
