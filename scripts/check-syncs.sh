@@ -17,6 +17,14 @@ sites=(
 		// Durability unknown|	if err := error(nil); err != nil {
 		// Durability unknown"
   "internal/store/layout.go|return s.syncDirIf(filepath.Dir(dir))|return nil"
+  "internal/store/segments.go|if err = seg.f.Sync(); err != nil {|if err = error(nil); err != nil {"
+  "internal/store/segments.go|		err = l.fs.SyncDir(l.dir)
+	}
+	if err != nil {
+		f.Close()|		err = nil
+	}
+	if err != nil {
+		f.Close()"
   "internal/raftstore/segment.go|if err := s.sync(sg.f); err != nil {|if err := error(nil); err != nil {"
   "internal/raftstore/segment.go|		if err := s.sync(f); err != nil {
 			return err

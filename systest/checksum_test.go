@@ -22,8 +22,10 @@ import (
 // that node, is detected (by the scrub, or when first opened after a
 // start), and is repaired from another holder.
 
-// blobFile is where node i keeps the blob of path's current version.
-func blobFile(t *testing.T, c *testcluster.Cluster, i int, path string) string {
+// blobFile is where node i keeps the content of path's current version:
+// a file and the content's offset in it (0 for a blob in a file of its
+// own; a small one is a record in a segment, decision 0037).
+func blobFile(t *testing.T, c *testcluster.Cluster, i int, path string) (string, int64) {
 	t.Helper()
 	f := c.Nodes[i].Cluster().FSM().File(path)
 	if !f.Exists() {
@@ -31,7 +33,23 @@ func blobFile(t *testing.T, c *testcluster.Cluster, i int, path string) string {
 	}
 	sum := sha256.Sum256([]byte(path))
 	h := hex.EncodeToString(sum[:])
-	return filepath.Join(c.Nodes[i].Dir, "store", "blobs", h[:2], h, f.BlobID)
+	name := filepath.Join(c.Nodes[i].Dir, "store", "blobs", h[:2], h, f.BlobID)
+	if _, err := os.Stat(name); err == nil {
+		return name, 0
+	}
+	// A record's path and id are followed by its content.
+	segs, _ := filepath.Glob(filepath.Join(c.Nodes[i].Dir, "store", "segments", "*.seg"))
+	for _, seg := range segs {
+		b, err := os.ReadFile(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at := bytes.LastIndex(b, []byte(path+f.BlobID)); at >= 0 {
+			return seg, int64(at + len(path) + len(f.BlobID))
+		}
+	}
+	t.Fatalf("no copy of %s (blob %s) on node %d", path, f.BlobID, i)
+	return "", 0
 }
 
 // flipBytes corrupts a file in place (same size) at the given offsets.
@@ -104,8 +122,8 @@ func TestCorruptReplicaFoundByScrub(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitValidEverywhere(t, c, "c")
-	name := blobFile(t, c, 1, "c")
-	flipBytes(t, name, 0, 1000, 300<<10-1)
+	name, base := blobFile(t, c, 1, "c")
+	flipBytes(t, name, base, base+1000, base+300<<10-1)
 
 	// A replica is not checked on every read (large ones go out by
 	// sendfile): until the scrub reaches it, node 1 would serve the
@@ -158,10 +176,11 @@ func TestCorruptReplicaFirstOpen(t *testing.T) {
 		}
 		waitValidEverywhere(t, c, path)
 	}
-	smallFile, largeFile := blobFile(t, c, 1, "small"), blobFile(t, c, 1, "large")
+	smallFile, smallAt := blobFile(t, c, 1, "small")
+	largeFile, largeAt := blobFile(t, c, 1, "large")
 	c.Kill(1)
-	flipBytes(t, smallFile, 5)
-	flipBytes(t, largeFile, 2<<20)
+	flipBytes(t, smallFile, smallAt+5)
+	flipBytes(t, largeFile, largeAt+2<<20)
 	c.Restart(1)
 	c.WaitReady(1)
 

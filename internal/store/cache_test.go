@@ -24,6 +24,7 @@ func TestCacheServing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.NoSync = true
+			tt.opts.SmallMax = -1 // the cache's choice, not the segments' (segments_test.go)
 			s := openStore(t, t.TempDir(), tt.opts)
 			data := content(tt.size, 5)
 			put(t, s, "p/q", "v1", data)

@@ -54,6 +54,17 @@ func (s *Store) install(tmpData string, info Info) (err error) {
 	// as verified, whatever failed a check before under its name.
 	defer s.unverified.remove(l, info.ID)
 
+	if _, ok := s.indexGet(l, info.Path, info.ID); ok {
+		// The same id as a small blob (committed with a size within
+		// SmallMax): its removal is made durable first.
+		pos, err := s.removeSmallLocked(l, info.Path, func(id string) bool { return id == info.ID })
+		if err == nil {
+			err = s.log.waitDurable(pos)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if err := s.mkdirDurable(l.dir); err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 // Debris that a crash can leave in blobs/ is cleaned up by Open.
 func TestOpenRecoversDebris(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{NoSync: true})
+	s, err := Open(dir, Options{NoSync: true, SmallMax: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestOpenRecoversDebris(t *testing.T) {
 	os.MkdirAll(n.dir, 0o755)
 	os.WriteFile(n.meta("v1"), []byte("x"), 0o644)
 
-	s = openStore(t, dir, Options{NoSync: true})
+	s = openStore(t, dir, Options{NoSync: true, SmallMax: -1})
 	if nb, b := s.Usage(); nb != 2 || b != int64(len("good")+len("stays")) {
 		t.Errorf("Usage = %d, %d", nb, b)
 	}
@@ -47,7 +47,7 @@ func TestOpenRecoversDebris(t *testing.T) {
 
 func TestDetectCorruption(t *testing.T) {
 	dir := t.TempDir()
-	s := openStore(t, dir, Options{NoSync: true, CacheBytes: 1 << 20})
+	s := openStore(t, dir, Options{NoSync: true, CacheBytes: 1 << 20, SmallMax: -1})
 	data := []byte("the original content")
 	put(t, s, "p", "v1", data)
 	readAll(t, s, "p", "v1") // cached

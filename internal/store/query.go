@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Stat returns the blob's size and checksum (from its sidecar) without
@@ -19,6 +21,12 @@ func (s *Store) Stat(path, id string) (Info, error) {
 		return Info{}, fmt.Errorf("store: stat %q/%s: %w", path, id, ErrClosed)
 	}
 	l := s.locate(path)
+	if _, rec, _, ok, err := s.readLocked(l, path, id); ok {
+		if err != nil {
+			return Info{}, wrapErr("stat", path, id, err)
+		}
+		return smallInfo(&rec, path, id), nil
+	}
 	mu := &s.stripes[l.stripe]
 	mu.RLock()
 	defer mu.RUnlock()
@@ -101,10 +109,20 @@ func (s *Store) List(path string) ([]Info, error) {
 	mu := &s.stripes[l.stripe]
 	mu.RLock()
 	infos, err := s.listDir(l.dir)
+	for _, e := range s.small[l.stripe][path] {
+		if err != nil {
+			break
+		}
+		var rec record
+		if rec, _, err = s.readSmall(path, e); err == nil {
+			infos = append(infos, smallInfo(&rec, path, e.id))
+		}
+	}
 	mu.RUnlock()
 	if err != nil {
 		return nil, wrapErr("list", path, "", err)
 	}
+	slices.SortFunc(infos, func(a, b Info) int { return strings.Compare(a.ID, b.ID) })
 	return infos, nil
 }
 
@@ -119,21 +137,19 @@ func (s *Store) IDs(path string) ([]string, error) {
 	l := s.locate(path)
 	mu := &s.stripes[l.stripe]
 	mu.RLock()
+	ids := s.smallIDs(l, path, nil)
 	ents, err := s.fs.ReadDir(l.dir)
 	mu.RUnlock()
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, wrapErr("ids", path, "", err)
 	}
-	var ids []string
 	for _, e := range ents {
 		if validID(e.Name()) && e.Type().IsRegular() {
 			ids = append(ids, e.Name())
 		}
 	}
-	return ids, nil
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 // Walk calls fn for every committed blob, with its original path, grouped
@@ -171,6 +187,34 @@ func (s *Store) Walk(fn func(Info) error) error {
 	}
 	if err != nil {
 		return fmt.Errorf("store: walk: %w", err)
+	}
+	return s.eachSmall(func(l loc, path, id string) error {
+		if _, rec, _, ok, err := s.readLocked(l, path, id); ok && err == nil {
+			return fn(smallInfo(&rec, path, id))
+		}
+		return nil // removed meanwhile, or corrupt (now in quarantine)
+	})
+}
+
+// eachSmall calls fn for every small blob, stripe by stripe, with no lock
+// held.
+func (s *Store) eachSmall(fn func(l loc, path, id string) error) error {
+	type blob struct{ path, id string }
+	var blobs []blob
+	for i := range s.small {
+		blobs = blobs[:0]
+		s.stripes[i].RLock()
+		for path, es := range s.small[i] {
+			for _, e := range es {
+				blobs = append(blobs, blob{path, e.id})
+			}
+		}
+		s.stripes[i].RUnlock()
+		for _, b := range blobs {
+			if err := fn(s.locate(b.path), b.path, b.id); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

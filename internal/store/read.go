@@ -36,6 +36,15 @@ func (s *Store) Open(path, id string) (*Blob, error) {
 	}
 	l := s.locate(path)
 	gen := s.cache.gen(l.stripe) // must be sampled before the file is opened
+	if _, _, data, ok, err := s.readLocked(l, path, id); ok {
+		if err != nil {
+			return nil, wrapErr("open", path, id, err)
+		}
+		if s.cache.fits(int64(len(data))) {
+			s.cache.add(k, l.stripe, gen, data)
+		}
+		return memBlob(data), nil
+	}
 	if s.unverified.has(l, id) {
 		return s.openUnverified(path, id, l, gen)
 	}

@@ -39,8 +39,23 @@ func (s *Store) removeWhere(path, op string, doomed func(id string) bool) error 
 	l := s.locate(path)
 	mu := &s.stripes[l.stripe]
 	mu.Lock()
-	defer mu.Unlock()
+	pos, err := s.removeSmallLocked(l, path, doomed)
+	if err == nil {
+		err = s.removeFiles(l, path, op, doomed)
+	} else {
+		err = wrapErr(op, path, "", err)
+	}
+	mu.Unlock()
+	// A small blob's removal is durable once its record is.
+	if werr := s.log.waitDurable(pos); err == nil && werr != nil {
+		err = wrapErr(op, path, "", werr)
+	}
+	return err
+}
 
+// removeFiles deletes the blobs of path in files of their own that doomed
+// picks; the caller holds l's stripe lock.
+func (s *Store) removeFiles(l loc, path, op string, doomed func(id string) bool) error {
 	ents, err := s.fs.ReadDir(l.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

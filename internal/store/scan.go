@@ -87,8 +87,8 @@ func (s *Store) scan() error {
 	if err != nil {
 		return err
 	}
-	s.nblobs.Store(nblobs)
-	s.nbytes.Store(nbytes)
+	s.nblobs.Add(nblobs)
+	s.nbytes.Add(nbytes)
 	return nil
 }
 

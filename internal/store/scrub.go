@@ -67,6 +67,25 @@ func (s *Store) Scrub(ctx context.Context, pace ScrubPace, bad func(Info, error)
 		}
 		return nil
 	})
+	if err == nil {
+		err = s.eachSmall(func(l loc, path, id string) error {
+			if err := p.wait(ctx, BlobCost); err != nil {
+				return err
+			}
+			info, ok, err := s.verifySmall(l, path, id)
+			if ok {
+				read += info.Size
+				s.stats.scrubBytes.Add(info.Size)
+			}
+			switch {
+			case errors.Is(err, ErrChecksum) && bad != nil:
+				bad(Info{Path: path, ID: id, Size: info.Size, Sum: info.Sum}, err)
+			case ctx.Err() != nil:
+				return ctx.Err()
+			}
+			return p.wait(ctx, info.Size)
+		})
+	}
 	if err != nil {
 		return read, fmt.Errorf("store: scrub: %w", err)
 	}

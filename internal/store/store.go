@@ -20,9 +20,18 @@ type Options struct {
 	// FS is the file system the store runs on (default OS()). Tests put a
 	// disk that loses power here (internal/store/crashfs).
 	FS FS
+	// SmallMax is the largest blob appended to a segment file with group
+	// commit (decision 0037) rather than stored in a file of its own:
+	// many small writes then share one fsync, but such a blob is read
+	// into memory rather than sent with sendfile. 0: 64 KiB; negative:
+	// every blob in a file of its own.
+	SmallMax int64
 }
 
-const defaultCacheMaxBlob = 64 << 10
+const (
+	defaultCacheMaxBlob = 64 << 10
+	defaultSmallMax     = 64 << 10
+)
 
 // Store is a node's local blob storage. All methods are safe for concurrent
 // use.
@@ -54,6 +63,16 @@ type Store struct {
 
 	nblobs atomic.Int64
 	nbytes atomic.Int64
+
+	// Small blobs (small.go): the segments, and per stripe an index
+	// guarded by stripes[i]; compaction's worker (compact.go).
+	smallMax    int64
+	log         *segLog
+	small       [numStripes]map[string][]smallEntry
+	compacting  atomic.Bool
+	compactCh   chan *segment
+	compactStop chan struct{}
+	compactDone chan struct{}
 }
 
 // Open opens (creating if needed) the store rooted at dir. It takes an
@@ -69,6 +88,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		quarantine: filepath.Join(dir, quarantineDir),
 		sync:       !opts.NoSync,
 		fs:         opts.FS,
+		smallMax:   opts.SmallMax,
+	}
+	if s.smallMax == 0 {
+		s.smallMax = defaultSmallMax
 	}
 	if s.fs == nil {
 		s.fs = OS()
@@ -88,6 +111,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.lock = lock
 	if err := s.init(); err != nil {
+		if s.log != nil {
+			s.log.close()
+		}
 		lock.Close()
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
@@ -110,18 +136,27 @@ func (s *Store) init() error {
 			return err
 		}
 	}
-	return s.scan()
+	if err := s.scan(); err != nil {
+		return err
+	}
+	if err := s.openSegments(); err != nil {
+		return err
+	}
+	s.startCompaction()
+	return nil
 }
 
 // Close releases the directory lock and drops the cache. It waits for
 // in-flight Commit/Remove calls; later calls fail with ErrClosed. Open Blobs
 // stay readable. Close is idempotent.
 func (s *Store) Close() error {
+	s.stopCompaction()
 	s.life.Lock()
 	defer s.life.Unlock()
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.log.close()
 	s.cache.clear()
 	return s.lock.Close()
 }

@@ -104,10 +104,14 @@ type CheckStats struct {
 	ScrubBytes, ScrubPasses int64
 	// Unverified is the number of blobs found at Open not checked yet.
 	Unverified int64
+	// Compactions is the number of segments compacted, CompactErrors the
+	// compactions that failed (the segment is kept).
+	Compactions, CompactErrors int64
 }
 
 type checkStats struct {
 	verified, verifiedBytes, corrupt, scrubBytes, scrubPasses atomic.Int64
+	compactions, compactErrors                                atomic.Int64
 }
 
 // Checks returns the content check counters.
@@ -116,6 +120,7 @@ func (s *Store) Checks() CheckStats {
 		Verified: s.stats.verified.Load(), VerifiedBytes: s.stats.verifiedBytes.Load(),
 		Corrupt: s.stats.corrupt.Load(), ScrubBytes: s.stats.scrubBytes.Load(),
 		ScrubPasses: s.stats.scrubPasses.Load(), Unverified: s.unverified.n.Load(),
+		Compactions: s.stats.compactions.Load(), CompactErrors: s.stats.compactErrors.Load(),
 	}
 }
 
@@ -130,7 +135,11 @@ func (s *Store) Verify(path, id string) error {
 	if s.closed.Load() {
 		return fmt.Errorf("store: verify %q/%s: %w", path, id, ErrClosed)
 	}
-	_, err := s.check(context.Background(), s.locate(path), id, nil)
+	l := s.locate(path)
+	_, ok, err := s.verifySmall(l, path, id)
+	if !ok {
+		_, err = s.check(context.Background(), l, id, nil)
+	}
 	if err != nil {
 		return wrapErr("verify", path, id, err)
 	}

@@ -61,7 +61,7 @@ func TestFirstOpenChecks(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(fmt.Sprintf("cache %d/%s", cached, tc.name), func(t *testing.T) {
 				dir := t.TempDir()
-				opts := Options{NoSync: true, CacheBytes: cached}
+				opts := Options{NoSync: true, CacheBytes: cached, SmallMax: -1} // segments: segments_test.go
 				s := openStore(t, dir, opts)
 				put(t, s, "p", "v", tc.data)
 				s = reopen(t, s, dir, opts)
@@ -152,7 +152,7 @@ func rangeBlob(b *Blob) ([]byte, error) {
 
 func TestScrubFindsAndQuarantines(t *testing.T) {
 	dir := t.TempDir()
-	s := openStore(t, dir, Options{NoSync: true})
+	s := openStore(t, dir, Options{NoSync: true, SmallMax: -1}) // segments: segments_test.go
 	var total int64
 	for i, n := range []int{0, 10, 5000, 2 << 20} {
 		put(t, s, "ok/"+string(rune('a'+i)), "v", content(n, uint64(i)))

@@ -31,8 +31,9 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, writeBufSize); re
 type Writer struct {
 	s        *Store
 	path, id string
-	name     string // temp file name; "" once removed or renamed
-	f        File   // nil once closed
+	name     string // temp file name; "" before it exists, once removed or renamed
+	f        File   // nil before the first flush and once closed
+	closed   bool   // committed, aborted or failed
 	h        hash.Hash
 	n        int64
 	pbuf     *[]byte // pooled buffer; buf aliases *pbuf
@@ -43,7 +44,8 @@ type Writer struct {
 }
 
 // Create stages a new blob (path, id). Nothing is visible to readers until
-// Commit succeeds.
+// Commit succeeds. The temp file is created once the content outgrows the
+// Writer's buffer: a small blob (Options.SmallMax) never has one.
 func (s *Store) Create(path, id string) (*Writer, error) {
 	if !validID(id) {
 		return nil, fmt.Errorf("store: create %q/%q: %w", path, id, ErrBadID)
@@ -51,11 +53,7 @@ func (s *Store) Create(path, id string) (*Writer, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("store: create %q/%s: %w", path, id, ErrClosed)
 	}
-	f, err := s.createTemp(s.locate(path), "blob-*")
-	if err != nil {
-		return nil, wrapErr("create", path, id, err)
-	}
-	w := &Writer{s: s, path: path, id: id, name: f.Name(), f: f, h: sha256.New()}
+	w := &Writer{s: s, path: path, id: id, h: sha256.New()}
 	w.pbuf = bufPool.Get().(*[]byte)
 	w.buf = (*w.pbuf)[:0]
 	return w, nil
@@ -65,10 +63,22 @@ func (w *Writer) usable() error {
 	if w.err != nil {
 		return w.err
 	}
-	if w.f == nil {
+	if w.closed {
 		return errWriterDone
 	}
 	return nil
+}
+
+// file returns the temp file, creating it at the first need.
+func (w *Writer) file() (File, error) {
+	if w.f == nil {
+		f, err := w.s.createTemp(w.s.locate(w.path), "blob-*")
+		if err != nil {
+			return nil, w.fail("create", err)
+		}
+		w.f, w.name = f, f.Name()
+	}
+	return w.f, nil
 }
 
 // Write implements io.Writer. Data is buffered; large writes go straight
@@ -82,7 +92,11 @@ func (w *Writer) Write(p []byte) (int, error) {
 			return 0, err
 		}
 		if len(p) >= cap(w.buf) {
-			if _, err := w.f.Write(p); err != nil {
+			f, err := w.file()
+			if err != nil {
+				return 0, err
+			}
+			if _, err := f.Write(p); err != nil {
 				return 0, w.fail("write", err)
 			}
 			w.h.Write(p)
@@ -131,7 +145,11 @@ func (w *Writer) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	if _, err := w.f.Write(w.buf); err != nil {
+	f, err := w.file()
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(w.buf); err != nil {
 		return w.fail("write", err)
 	}
 	w.buf = w.buf[:0]
@@ -148,6 +166,7 @@ func (w *Writer) fail(op string, err error) error {
 
 // discard closes and deletes the temp file and returns the buffer.
 func (w *Writer) discard() {
+	w.closed = true
 	if w.f != nil {
 		w.f.Close()
 		w.f = nil
@@ -206,7 +225,13 @@ func (w *Writer) commit(verify bool, wantSum string, wantSize int64) (Info, erro
 		return Info{}, w.fail("commit", err)
 	}
 	defer end()
+	if w.f == nil && w.s.smallMax >= 0 && w.n <= w.s.smallMax {
+		return w.commitToSegment(verify, wantSum, wantSize)
+	}
 	if err := w.flush(); err != nil {
+		return Info{}, err
+	}
+	if _, err := w.file(); err != nil { // an empty blob with SmallMax < 0
 		return Info{}, err
 	}
 	if w.s.sync {
@@ -219,7 +244,7 @@ func (w *Writer) commit(verify bool, wantSum string, wantSize int64) (Info, erro
 		return Info{}, w.fail("commit", err)
 	}
 	err = w.f.Close()
-	w.f = nil
+	w.f, w.closed = nil, true
 	w.release()
 	if err != nil {
 		return Info{}, w.fail("commit", err)
@@ -234,16 +259,42 @@ func (w *Writer) commit(verify bool, wantSum string, wantSize int64) (Info, erro
 	if fi.Size() != w.n { // cannot happen unless someone meddles with tmp
 		return Info{}, w.fail("commit", fmt.Errorf("%w: temp file has %d bytes, wrote %d", ErrChecksum, fi.Size(), w.n))
 	}
-	if verify && (!strings.EqualFold(wantSum, info.Sum) || wantSize != info.Size) {
-		w.discard()
-		w.err = fmt.Errorf("store: commit %q/%s: %w: want sha256 %s size %d, got sha256 %s size %d",
-			w.path, w.id, ErrChecksum, strings.ToLower(wantSum), wantSize, info.Sum, info.Size)
-		return Info{}, w.err
+	if err := w.checkWant(verify, wantSum, wantSize, info); err != nil {
+		return Info{}, err
 	}
 	name := w.name
 	w.name = "" // install owns it now (and removes it on failure)
 	if err := w.s.install(name, info); err != nil {
 		return Info{}, w.fail("commit", err)
+	}
+	w.done, w.info = true, info
+	return info, nil
+}
+
+// checkWant fails the Writer, leaving no blob, when CommitVerify's
+// expectation is not met.
+func (w *Writer) checkWant(verify bool, wantSum string, wantSize int64, info Info) error {
+	if verify && (!strings.EqualFold(wantSum, info.Sum) || wantSize != info.Size) {
+		w.discard()
+		w.err = fmt.Errorf("store: commit %q/%s: %w: want sha256 %s size %d, got sha256 %s size %d",
+			w.path, w.id, ErrChecksum, strings.ToLower(wantSum), wantSize, info.Sum, info.Size)
+		return w.err
+	}
+	return nil
+}
+
+// commitToSegment commits a blob still whole in the buffer to the
+// current segment (small.go).
+func (w *Writer) commitToSegment(verify bool, wantSum string, wantSize int64) (Info, error) {
+	info := Info{Path: w.path, ID: w.id, Size: w.n, Sum: hex.EncodeToString(w.h.Sum(nil)), ModTime: time.Now()}
+	if err := w.checkWant(verify, wantSum, wantSize, info); err != nil {
+		return Info{}, err
+	}
+	w.closed = true
+	if err := w.commitSmall(info); err != nil {
+		w.release()
+		w.err = wrapErr("commit", w.path, w.id, err)
+		return Info{}, w.err
 	}
 	w.done, w.info = true, info
 	return info, nil

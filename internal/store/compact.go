@@ -1,0 +1,145 @@
+package store
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Compaction (decision 0037): once a sealed segment is less than half
+// live, its live records are appended again to the current segment and
+// the file is deleted. One worker, owned by the Store, does it in the
+// background.
+
+// deadened accounts n bytes of seg that no longer hold a live blob.
+func (s *Store) deadened(seg *segment, n int64) {
+	s.maybeCompact(seg, seg.live.Add(-n))
+}
+
+// maybeCompact queues seg for compaction if it is sealed and less than
+// half live.
+func (s *Store) maybeCompact(seg *segment, live int64) {
+	if !s.compacting.Load() || !seg.sealed.Load() || live*2 >= seg.size || seg.queued.Swap(true) {
+		return
+	}
+	select {
+	case s.compactCh <- seg:
+	default:
+		seg.queued.Store(false) // asked again at its next removal
+	}
+}
+
+// startCompaction starts the worker, once Open has scanned the segments,
+// and queues those already worth compacting.
+func (s *Store) startCompaction() {
+	s.compactCh = make(chan *segment, 64)
+	s.compactStop = make(chan struct{})
+	s.compactDone = make(chan struct{})
+	s.compacting.Store(true)
+	go s.compactLoop()
+	s.log.segsMu.RLock()
+	segs := make([]*segment, 0, len(s.log.segs))
+	for _, seg := range s.log.segs {
+		segs = append(segs, seg)
+	}
+	s.log.segsMu.RUnlock()
+	for _, seg := range segs {
+		seg.sealed.Store(true)
+		s.maybeCompact(seg, seg.live.Load())
+	}
+}
+
+// stopCompaction stops the worker and waits for it.
+func (s *Store) stopCompaction() {
+	if s.compacting.Swap(false) {
+		close(s.compactStop)
+		<-s.compactDone
+	}
+}
+
+func (s *Store) compactLoop() {
+	defer close(s.compactDone)
+	for {
+		select {
+		case <-s.compactStop:
+			return
+		case seg := <-s.compactCh:
+			if err := s.compact(seg); err != nil && !errors.Is(err, errStopped) {
+				s.stats.compactErrors.Add(1)
+			}
+		}
+	}
+}
+
+var errStopped = errors.New("store: compaction stopped")
+
+// compact moves seg's live records to the current segment and deletes it.
+// A blob is copied under its stripe's lock, after checking that the index
+// still points at this record, so that no removal or newer commit of it
+// can be ordered before the copy. Removal records are copied too unless
+// seg is the oldest segment: a blob they removed may sit in an older one.
+func (s *Store) compact(seg *segment) error {
+	if s.log.get(seg.seq) != seg {
+		return nil
+	}
+	oldest := s.log.oldest(seg)
+	br := bufio.NewReaderSize(io.NewSectionReader(seg.f, 0, seg.size), 1<<20)
+	var buf []byte
+	var off, last int64
+	for off < seg.size {
+		select {
+		case <-s.compactStop:
+			return errStopped
+		default:
+		}
+		rec, err := readRecord(br, &buf)
+		if err != nil {
+			return fmt.Errorf("compact %s at %d: %w", seg.name, off, err)
+		}
+		if err := s.moveRecord(seg, off, &rec, buf, oldest, &last); err != nil {
+			return err
+		}
+		off += int64(len(buf))
+	}
+	if err := s.log.waitDurable(last); err != nil {
+		return err
+	}
+	if n := seg.live.Load(); n != 0 {
+		return fmt.Errorf("compact %s: %d bytes still live", seg.name, n)
+	}
+	s.stats.compactions.Add(1)
+	return s.log.drop(seg)
+}
+
+// moveRecord appends rec (raw: buf), found at off in seg, to the current
+// segment if it must outlive seg; last is raised to the end of the copy.
+func (s *Store) moveRecord(seg *segment, off int64, rec *record, buf []byte, oldest bool, last *int64) error {
+	l := s.locate(rec.path)
+	mu := &s.stripes[l.stripe]
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case rec.kind == recBlob:
+		e, ok := s.indexGet(l, rec.path, rec.id)
+		if !ok || e.seg != seg || e.off != off {
+			return nil
+		}
+		to, toOff, pos, err := s.log.append(buf)
+		if err != nil {
+			return err
+		}
+		s.indexSet(l, rec.path, smallEntry{id: rec.id, seg: to, off: toOff, size: rec.size})
+		*last = pos
+	case rec.kind == recRemoval && !oldest:
+		if _, live := s.indexGet(l, rec.path, rec.id); live {
+			return nil // committed again since: copied, it would remove that
+		}
+		_, _, pos, err := s.log.append(buf)
+		if err != nil {
+			return err
+		}
+		*last = pos
+	}
+	return nil
+}

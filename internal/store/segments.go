@@ -1,0 +1,235 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+)
+
+// segmentsDir holds the segment files of small blobs (decision 0037).
+const segmentsDir = "segments"
+
+// segmentMax is the size at which the current segment is sealed and the
+// next one begins.
+const segmentMax = 64 << 20
+
+// segment is one segment file.
+type segment struct {
+	seq  uint64
+	name string // <dir>/segments/<16 hex>.seg
+	f    File   // for reading (ReadAt); the current one is also written
+	size int64  // bytes of valid records (grows while current)
+	live atomic.Int64
+	// sealed: no more appends, size is final. queued: compaction asked
+	// for.
+	sealed, queued atomic.Bool
+}
+
+func segName(dir string, seq uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("%016x.seg", seq))
+}
+
+// segLog appends records to the current segment and makes them durable
+// with group commit: a writer appends under mu, then waits in
+// waitDurable until one fsync covers its bytes. Positions are logical:
+// bytes appended since Open, across segments.
+type segLog struct {
+	fs   FS
+	dir  string
+	sync bool
+	max  int64
+
+	mu    sync.Mutex
+	cur   *segment // nil: the next append starts a segment
+	total int64    // logical bytes appended
+	err   error    // sticky: a failed fsync
+
+	syncMu  sync.Mutex   // held by the writer that fsyncs for the others
+	durable atomic.Int64 // logical bytes known durable
+
+	segsMu sync.RWMutex
+	segs   map[uint64]*segment
+	next   uint64 // seq of the next segment
+}
+
+// append writes b (whole records) to the current segment, starting one
+// if needed, and returns the segment, the offset of b in it and the
+// logical position of its end, for waitDurable.
+func (l *segLog) append(b []byte) (*segment, int64, int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return nil, 0, 0, l.err
+	}
+	if l.cur != nil && l.cur.size > 0 && l.cur.size+int64(len(b)) > l.max {
+		if err := l.seal(); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	if l.cur == nil {
+		if err := l.start(); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	seg := l.cur
+	if _, err := seg.f.Write(b); err != nil {
+		// A partial record may end the segment: it is never written
+		// after again (a scan stops there), and the next append starts
+		// a new segment.
+		if serr := l.seal(); serr != nil {
+			return nil, 0, 0, serr
+		}
+		return nil, 0, 0, err
+	}
+	off := seg.size
+	seg.size += int64(len(b))
+	l.total += int64(len(b))
+	return seg, off, l.total, nil
+}
+
+// seal ends the current segment: fsynced whole, so every position
+// appended so far is durable. Caller holds mu.
+func (l *segLog) seal() error {
+	seg := l.cur
+	l.cur = nil
+	defer seg.sealed.Store(true)
+	if l.sync {
+		if err := seg.f.Sync(); err != nil {
+			l.err = fmt.Errorf("store: sync segment %s: %w", seg.name, err)
+			return l.err
+		}
+	}
+	l.advance(l.total)
+	return nil
+}
+
+// start begins a new segment: an empty temp file renamed into place, its
+// directory fsynced (so that what is appended to it and fsynced is found
+// after a power loss). Caller holds mu.
+func (l *segLog) start() error {
+	seq := l.next
+	f, err := l.fs.CreateTemp(l.dir, "seg-*.tmp")
+	if err != nil {
+		return err
+	}
+	name := segName(l.dir, seq)
+	err = l.fs.Rename(f.Name(), name)
+	if err == nil && l.sync {
+		err = l.fs.SyncDir(l.dir)
+	}
+	if err != nil {
+		f.Close()
+		l.fs.Remove(f.Name())
+		l.fs.Remove(name)
+		return err
+	}
+	seg := &segment{seq: seq, name: name, f: f}
+	l.segsMu.Lock()
+	l.segs[seq] = seg
+	l.segsMu.Unlock()
+	l.next++
+	l.cur = seg
+	return nil
+}
+
+// oldest reports whether seg is the oldest segment.
+func (l *segLog) oldest(seg *segment) bool {
+	l.segsMu.RLock()
+	defer l.segsMu.RUnlock()
+	for _, s := range l.segs {
+		if s.seq < seg.seq {
+			return false
+		}
+	}
+	return true
+}
+
+// waitDurable returns once the logical position pos is durable: the
+// first writer to get syncMu fsyncs the current segment for every byte
+// appended so far, and those queued behind it find their bytes covered.
+func (l *segLog) waitDurable(pos int64) error {
+	if !l.sync {
+		return nil
+	}
+	for l.durable.Load() < pos {
+		l.syncMu.Lock()
+		if l.durable.Load() >= pos {
+			l.syncMu.Unlock()
+			break
+		}
+		l.mu.Lock()
+		seg, target, err := l.cur, l.total, l.err
+		l.mu.Unlock()
+		if err == nil && seg != nil {
+			// A segment sealed meanwhile was synced by seal; seg is the
+			// one target ends in, or later.
+			if err = seg.f.Sync(); err != nil {
+				err = fmt.Errorf("store: sync segment %s: %w", seg.name, err)
+				l.mu.Lock()
+				l.err = err
+				l.mu.Unlock()
+			}
+		}
+		if err == nil {
+			l.advance(target)
+		}
+		l.syncMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// advance raises durable to pos.
+func (l *segLog) advance(pos int64) {
+	for {
+		d := l.durable.Load()
+		if d >= pos || l.durable.CompareAndSwap(d, pos) {
+			return
+		}
+	}
+}
+
+// get returns segment seq, or nil.
+func (l *segLog) get(seq uint64) *segment {
+	l.segsMu.RLock()
+	defer l.segsMu.RUnlock()
+	return l.segs[seq]
+}
+
+// drop forgets seg and deletes its file (directory fsynced). Nothing may
+// point into it any more.
+func (l *segLog) drop(seg *segment) error {
+	l.segsMu.Lock()
+	delete(l.segs, seg.seq)
+	l.segsMu.Unlock()
+	l.syncMu.Lock() // no fsync of it is in flight
+	seg.f.Close()
+	l.syncMu.Unlock()
+	if err := l.fs.Remove(seg.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if l.sync {
+		return l.fs.SyncDir(l.dir)
+	}
+	return nil
+}
+
+// close closes every segment file.
+func (l *segLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.segsMu.Lock()
+	defer l.segsMu.Unlock()
+	for _, s := range l.segs {
+		s.f.Close()
+	}
+	l.cur = nil
+	l.err = ErrClosed
+}

@@ -1,0 +1,306 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// syncCounter is the OS's FS, counting the fsyncs of segment files; the
+// first one waits for hold to be closed.
+type syncCounter struct {
+	FS
+	syncs atomic.Int64
+	hold  chan struct{}
+	held  chan struct{} // closed when the first sync waits
+	once  sync.Once
+}
+
+type countedFile struct {
+	File
+	c *syncCounter
+}
+
+func (c *syncCounter) CreateTemp(dir, pattern string) (File, error) {
+	f, err := c.FS.CreateTemp(dir, pattern)
+	if err != nil || !strings.HasPrefix(pattern, "seg-") {
+		return f, err
+	}
+	return countedFile{f, c}, nil
+}
+
+func (f countedFile) Sync() error {
+	if f.c.syncs.Add(1) == 1 {
+		f.c.once.Do(func() { close(f.c.held); <-f.c.hold })
+	}
+	return f.File.Sync()
+}
+
+// Concurrent small commits share fsyncs: while one writer's fsync is in
+// flight, the others append and wait, and one more fsync covers them all.
+func TestGroupCommit(t *testing.T) {
+	c := &syncCounter{FS: OS(), hold: make(chan struct{}), held: make(chan struct{})}
+	s := openStore(t, t.TempDir(), Options{FS: c})
+	const writers = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	commit := func(i int) {
+		defer wg.Done()
+		_, err := commitBytes(s, fmt.Sprintf("f%d", i), "v", content(4096, uint64(i)))
+		errs <- err
+	}
+	wg.Add(1)
+	go commit(0)
+	<-c.held // writer 0 is in its fsync
+	for i := 1; i < writers; i++ {
+		wg.Add(1)
+		go commit(i)
+	}
+	want := int64(writers) * recLen("f0", smallEntry{id: "v", size: 4096})
+	waitFor(t, func() bool { s.log.mu.Lock(); defer s.log.mu.Unlock(); return s.log.total >= want })
+	close(c.hold)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Writer 0's fsync, and one for the 15 others.
+	if n := c.syncs.Load(); n != 2 {
+		t.Errorf("%d fsyncs of segments for %d commits, want 2", n, writers)
+	}
+	for i := range writers {
+		if got := readAll(t, s, fmt.Sprintf("f%d", i), "v"); !bytes.Equal(got, content(4096, uint64(i))) {
+			t.Errorf("f%d: wrong content", i)
+		}
+	}
+}
+
+func commitBytes(s *Store, path, id string, data []byte) (Info, error) {
+	w, err := s.Create(path, id)
+	if err != nil {
+		return Info{}, err
+	}
+	defer w.Abort()
+	if _, err := w.Write(data); err != nil {
+		return Info{}, err
+	}
+	return w.Commit()
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Small blobs survive a restart (the index is rebuilt from the segments),
+// removals and replacements too, and a blob moving between a segment and
+// a file of its own (same id, size across SmallMax) is found once.
+func TestSmallBlobsRestart(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{NoSync: true, CacheBytes: 1 << 20}
+	s := openStore(t, dir, opts)
+	want := map[string][]byte{}
+	for i := range 20 {
+		p := fmt.Sprintf("p%d", i)
+		want[p] = content(100*i, uint64(i))
+		put(t, s, p, "v", want[p])
+	}
+	for i := range 5 {
+		p := fmt.Sprintf("p%d", i)
+		if err := s.Remove(p, "v"); err != nil {
+			t.Fatal(err)
+		}
+		delete(want, p)
+	}
+	want["p5"] = content(200<<10, 55) // now in a file
+	put(t, s, "p5", "v", want["p5"])
+	want["p6"] = content(10, 66) // replaced in place
+	put(t, s, "p6", "v", want["p6"])
+	put(t, s, "big", "v", content(100<<10, 7))
+	want["big"] = content(50, 77) // from a file to a segment
+	put(t, s, "big", "v", want["big"])
+
+	for round := range 2 {
+		var nbytes int64
+		for p, data := range want {
+			if got := readAll(t, s, p, "v"); !bytes.Equal(got, data) {
+				t.Errorf("round %d: %s: %d bytes, want %d", round, p, len(got), len(data))
+			}
+			if ids, err := s.IDs(p); err != nil || len(ids) != 1 {
+				t.Errorf("round %d: IDs(%s) = %v, %v", round, p, ids, err)
+			}
+			nbytes += int64(len(data))
+		}
+		for i := range 5 {
+			if _, err := s.Open(fmt.Sprintf("p%d", i), "v"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("round %d: removed p%d: %v", round, i, err)
+			}
+		}
+		if n, b := s.Usage(); n != int64(len(want)) || b != nbytes {
+			t.Errorf("round %d: Usage = %d, %d; want %d, %d", round, n, b, len(want), nbytes)
+		}
+		walked := 0
+		if err := s.Walk(func(Info) error { walked++; return nil }); err != nil || walked != len(want) {
+			t.Errorf("round %d: Walk saw %d, %v", round, walked, err)
+		}
+		s = reopen(t, s, dir, opts)
+	}
+}
+
+// A record cut short (its tail never reached the disk) ends the segment:
+// the blobs before it are kept, it is not there, and writes go on.
+func TestSmallTornTail(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, Options{NoSync: true})
+	put(t, s, "a", "v", content(3000, 1))
+	put(t, s, "b", "v", content(3000, 2))
+	name, off, _, err := s.Where("b", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.Truncate(name, off+1000); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, Options{NoSync: true})
+	if got := readAll(t, s, "a", "v"); !bytes.Equal(got, content(3000, 1)) {
+		t.Error("a lost")
+	}
+	if _, err := s.Open("b", "v"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("torn b: %v", err)
+	}
+	put(t, s, "c", "v", content(10, 3))
+	s = reopen(t, s, dir, Options{NoSync: true})
+	if got := readAll(t, s, "c", "v"); !bytes.Equal(got, content(10, 3)) {
+		t.Error("c lost")
+	}
+}
+
+// A small blob is checked at every read from disk: a flipped byte is
+// ErrChecksum, then ErrNotFound (quarantined), and Scrub finds another.
+func TestSmallCorruption(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, Options{NoSync: true})
+	put(t, s, "a", "v", content(3000, 1))
+	put(t, s, "b", "v", content(3000, 2))
+	put(t, s, "c", "v", content(3000, 3))
+	for _, p := range []string{"a", "b"} {
+		name, off, _, err := s.Where(p, "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		flip(t, name, off+100)
+	}
+	if _, err := s.Open("a", "v"); !errors.Is(err, ErrChecksum) {
+		t.Errorf("corrupt a: %v, want ErrChecksum", err)
+	}
+	if _, err := s.Open("a", "v"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a after its check: %v, want ErrNotFound", err)
+	}
+	var bad []string
+	if _, err := s.Scrub(t.Context(), ScrubPace{}, func(i Info, err error) { bad = append(bad, i.Path) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) != 1 || bad[0] != "b" {
+		t.Errorf("Scrub found %v, want [b]", bad)
+	}
+	if got := readAll(t, s, "c", "v"); !bytes.Equal(got, content(3000, 3)) {
+		t.Error("c damaged")
+	}
+	if n, _ := s.Usage(); n != 1 {
+		t.Errorf("Usage: %d blobs, want 1", n)
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, quarantineDir))
+	if len(ents) != 2 {
+		t.Errorf("quarantine holds %d entries, want 2", len(ents))
+	}
+	s = reopen(t, s, dir, Options{NoSync: true})
+	if _, err := s.Open("a", "v"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a after a restart: %v, want ErrNotFound", err)
+	}
+}
+
+func flip(t *testing.T, name string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := []byte{0}
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Segments left mostly dead are compacted: their live blobs move, the
+// files go, and a restart finds the same blobs (none of the removed).
+func TestCompaction(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, Options{NoSync: true})
+	s.log.max = 32 << 10 // eight 4 KiB records a segment
+	for i := range 64 {
+		put(t, s, fmt.Sprintf("p%d", i), "v", content(4000, uint64(i)))
+	}
+	segsBefore := segFiles(t, dir)
+	for i := range 64 {
+		if i%4 != 0 {
+			if err := s.Remove(fmt.Sprintf("p%d", i), "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitFor(t, func() bool { return s.Checks().Compactions >= int64(segsBefore)-2 })
+	if c := s.Checks(); c.CompactErrors != 0 {
+		t.Errorf("%d compactions failed", c.CompactErrors)
+	}
+	if after := segFiles(t, dir); after >= segsBefore {
+		t.Errorf("%d segment files after compaction, %d before", after, segsBefore)
+	}
+	for round := range 2 {
+		for i := range 64 {
+			p := fmt.Sprintf("p%d", i)
+			b, err := s.Open(p, "v")
+			switch {
+			case i%4 != 0 && !errors.Is(err, ErrNotFound):
+				t.Errorf("round %d: removed %s: %v", round, p, err)
+			case i%4 == 0 && err != nil:
+				t.Errorf("round %d: %s: %v", round, p, err)
+			case i%4 == 0 && !bytes.Equal(b.Bytes(), content(4000, uint64(i))):
+				t.Errorf("round %d: %s: wrong content", round, p)
+			}
+		}
+		if n, _ := s.Usage(); n != 16 {
+			t.Errorf("round %d: Usage: %d blobs, want 16", round, n)
+		}
+		s = reopen(t, s, dir, Options{NoSync: true})
+	}
+}
+
+func segFiles(t *testing.T, dir string) int {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(dir, segmentsDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}

@@ -1,0 +1,125 @@
+package store
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// openSegments opens the segments found in dir/segments, oldest first,
+// and rebuilds the index of small blobs from their records: every record
+// is read and checked whole; a record that does not check (a tail not
+// synced before a power loss, or corruption) ends its segment. Later
+// records win; a removal deletes. Appends go to a new segment, begun by
+// the first of them.
+func (s *Store) openSegments() error {
+	dir := filepath.Join(s.dir, segmentsDir)
+	if err := s.mkdirDurable(dir); err != nil {
+		return err
+	}
+	s.log = &segLog{fs: s.fs, dir: dir, sync: s.sync, max: segmentMax, segs: map[uint64]*segment{}, next: 1}
+	ents, err := s.fs.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var seqs []uint64
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasSuffix(name, ".tmp") { // a segment never begun
+			if err := s.removeIfExists(filepath.Join(dir, name)); err != nil {
+				return err
+			}
+			continue
+		}
+		hex, ok := strings.CutSuffix(name, ".seg")
+		if seq, err := strconv.ParseUint(hex, 16, 64); ok && len(hex) == 16 && err == nil {
+			seqs = append(seqs, seq)
+		}
+	}
+	slices.Sort(seqs)
+	for _, seq := range seqs {
+		seg := &segment{seq: seq, name: segName(dir, seq)}
+		if seg.f, err = s.fs.Open(seg.name); err != nil {
+			return err
+		}
+		s.log.segs[seq] = seg
+		s.log.next = seq + 1
+		if err := s.scanSegment(seg); err != nil {
+			return fmt.Errorf("scan %s: %w", seg.name, err)
+		}
+	}
+	var nblobs, nbytes int64
+	for i := range s.small {
+		for _, es := range s.small[i] {
+			for _, e := range es {
+				nblobs++
+				nbytes += e.size
+			}
+		}
+	}
+	s.nblobs.Add(nblobs)
+	s.nbytes.Add(nbytes)
+	return nil
+}
+
+// scanSegment applies seg's records to the index, up to the first that
+// does not check, and sets seg.size to where that one begins.
+func (s *Store) scanSegment(seg *segment) error {
+	fi, err := seg.f.Stat()
+	if err != nil {
+		return err
+	}
+	br := bufio.NewReaderSize(io.NewSectionReader(seg.f, 0, fi.Size()), 1<<20)
+	var buf []byte
+	for {
+		rec, err := readRecord(br, &buf)
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errBadRecord) {
+			return nil // the end, or a tail that was never durable
+		}
+		if err != nil {
+			return err
+		}
+		n := int64(len(buf))
+		s.applyRecord(&rec, seg, seg.size)
+		seg.size += n
+	}
+}
+
+// readRecord reads the next record from br into *buf (reused) and checks
+// it.
+func readRecord(br *bufio.Reader, buf *[]byte) (record, error) {
+	h, err := br.Peek(recHeader)
+	if err != nil {
+		return record{}, err
+	}
+	rec, pathLen, idLen, err := decodeHeader(h)
+	if err != nil {
+		return rec, err
+	}
+	n := recHeader + pathLen + idLen + int(rec.size)
+	if cap(*buf) < n {
+		*buf = make([]byte, n)
+	}
+	*buf = (*buf)[:n]
+	if _, err := io.ReadFull(br, *buf); err != nil {
+		return rec, err
+	}
+	rec, _, err = decodeRecord(*buf)
+	return rec, err
+}
+
+// applyRecord applies one record found by a scan at off in seg.
+func (s *Store) applyRecord(rec *record, seg *segment, off int64) {
+	l := s.locate(rec.path)
+	switch rec.kind {
+	case recBlob:
+		s.indexSet(l, rec.path, smallEntry{id: rec.id, seg: seg, off: off, size: rec.size})
+	case recRemoval:
+		s.indexDel(l, rec.path, rec.id)
+	}
+}

@@ -1,0 +1,256 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// Small blobs (at most Options.SmallMax bytes) live in segment files
+// (decision 0037, segments.go); the index below says where. It is split
+// like the lock stripes, and s.small[i] is guarded by s.stripes[i].
+
+// smallEntry locates a small blob's record.
+type smallEntry struct {
+	id   string
+	seg  *segment
+	off  int64 // of the record in seg
+	size int64 // of the content
+}
+
+func recLen(path string, e smallEntry) int64 {
+	return recHeader + int64(len(path)+len(e.id)) + e.size
+}
+
+// indexGet finds (path, id). Caller holds l's stripe lock.
+func (s *Store) indexGet(l loc, path, id string) (smallEntry, bool) {
+	for _, e := range s.small[l.stripe][path] {
+		if e.id == id {
+			return e, true
+		}
+	}
+	return smallEntry{}, false
+}
+
+// indexSet records e as path's blob e.id, replacing an older record of
+// it. Caller holds l's stripe lock for writing.
+func (s *Store) indexSet(l loc, path string, e smallEntry) (old smallEntry, had bool) {
+	m := s.small[l.stripe]
+	if m == nil {
+		m = make(map[string][]smallEntry)
+		s.small[l.stripe] = m
+	}
+	es := m[path]
+	e.seg.live.Add(recLen(path, e))
+	for i := range es {
+		if es[i].id == e.id {
+			old, es[i] = es[i], e
+			s.deadened(old.seg, recLen(path, old))
+			return old, true
+		}
+	}
+	m[path] = append(es, e)
+	return smallEntry{}, false
+}
+
+// indexDel forgets path's blob id. Caller holds l's stripe lock for
+// writing.
+func (s *Store) indexDel(l loc, path, id string) (old smallEntry, had bool) {
+	m := s.small[l.stripe]
+	es := m[path]
+	for i := range es {
+		if es[i].id == id {
+			old = es[i]
+			if len(es) == 1 {
+				delete(m, path)
+			} else {
+				m[path] = append(es[:i:i], es[i+1:]...)
+			}
+			s.deadened(old.seg, recLen(path, old))
+			return old, true
+		}
+	}
+	return smallEntry{}, false
+}
+
+// commitSmall appends the writer's buffered content as a record, points
+// the index at it, and returns once the record is durable (group commit).
+func (w *Writer) commitSmall(info Info) error {
+	s := w.s
+	rec := record{kind: recBlob, path: w.path, id: w.id, size: w.n, mtime: info.ModTime.UnixNano()}
+	w.h.Sum(rec.sum[:0])
+	b := appendRecord(make([]byte, 0, recHeader+len(w.path)+len(w.id)+len(w.buf)), &rec, w.buf)
+	w.release()
+	l := s.locate(w.path)
+	mu := &s.stripes[l.stripe]
+	mu.Lock()
+	seg, off, pos, err := s.log.append(b)
+	if err != nil {
+		mu.Unlock()
+		return err
+	}
+	old, had := s.indexSet(l, w.path, smallEntry{id: w.id, seg: seg, off: off, size: w.n})
+	if had {
+		s.nbytes.Add(w.n - old.size)
+	} else {
+		s.nblobs.Add(1)
+		s.nbytes.Add(w.n)
+	}
+	s.cache.invalidate(cacheKey{w.path, w.id}, l.stripe)
+	s.unverified.remove(l, w.id)
+	_, ferr := s.fs.Lstat(l.data(w.id))
+	mu.Unlock()
+	if err := s.log.waitDurable(pos); err != nil {
+		return err
+	}
+	if ferr == nil {
+		// The same id in a file of its own (committed with a size above
+		// SmallMax): the record replaces it.
+		mu.Lock()
+		defer mu.Unlock()
+		return s.removeFiles(l, w.path, "commit", func(id string) bool { return id == w.id })
+	}
+	return nil
+}
+
+// readSmall reads e's record whole and checks it: both checksums, and
+// that it is path's blob e.id.
+func (s *Store) readSmall(path string, e smallEntry) (rec record, data []byte, err error) {
+	buf := make([]byte, recLen(path, e))
+	if _, err := e.seg.f.ReadAt(buf, e.off); err != nil {
+		return rec, nil, err
+	}
+	rec, data, err = decodeRecord(buf)
+	if err == nil && (rec.kind != recBlob || rec.path != path || rec.id != e.id) {
+		err = fmt.Errorf("%w: record of %q/%s where %q/%s was expected", errBadRecord, rec.path, rec.id, path, e.id)
+	}
+	if err != nil {
+		return rec, buf, fmt.Errorf("%w: %s at %d: %w", ErrChecksum, e.seg.name, e.off, err)
+	}
+	return rec, data, nil
+}
+
+// readLocked reads (path, id) under its stripe's read lock. ok is false
+// when it is not a small blob.
+func (s *Store) readLocked(l loc, path, id string) (e smallEntry, rec record, data []byte, ok bool, err error) {
+	mu := &s.stripes[l.stripe]
+	mu.RLock()
+	e, ok = s.indexGet(l, path, id)
+	if ok {
+		rec, data, err = s.readSmall(path, e)
+	}
+	mu.RUnlock()
+	if errors.Is(err, ErrChecksum) {
+		s.smallFailed(l, path, e, data)
+	}
+	return e, rec, data, ok, err
+}
+
+func smallInfo(rec *record, path, id string) Info {
+	return Info{Path: path, ID: id, Size: rec.size, Sum: hex.EncodeToString(rec.sum[:]), ModTime: time.Unix(0, rec.mtime)}
+}
+
+// verifySmall checks a small blob's SHA-256 (its CRCs are checked by
+// every read). ok is false when it is not a small blob.
+func (s *Store) verifySmall(l loc, path, id string) (info Info, ok bool, err error) {
+	e, rec, data, ok, err := s.readLocked(l, path, id)
+	if !ok || err != nil {
+		return Info{}, ok, err
+	}
+	info = smallInfo(&rec, path, id)
+	if sum := sha256.Sum256(data); sum != rec.sum {
+		s.smallFailed(l, path, e, data)
+		return info, true, fmt.Errorf("%w: want sha256 %s, got %x", ErrChecksum, info.Sum, sum)
+	}
+	s.stats.verified.Add(1)
+	s.stats.verifiedBytes.Add(rec.size)
+	return info, true, nil
+}
+
+// smallFailed quarantines a small blob found corrupt (bad: the record as
+// read), unless it was replaced meanwhile: a copy of the record goes to
+// quarantine/, a removal record is appended.
+func (s *Store) smallFailed(l loc, path string, e smallEntry, bad []byte) {
+	s.stats.corrupt.Add(1)
+	end, err := s.begin()
+	if err != nil {
+		return
+	}
+	defer end()
+	mu := &s.stripes[l.stripe]
+	mu.Lock()
+	cur, ok := s.indexGet(l, path, e.id)
+	if !ok || cur != e {
+		mu.Unlock()
+		return
+	}
+	if f, err := s.fs.CreateTemp(s.quarantine, l.hash()+"-"+e.id+"-*.rec"); err == nil {
+		_, _ = f.Write(bad)
+		f.Close()
+	}
+	pos, _ := s.removeSmallLocked(l, path, func(id string) bool { return id == e.id })
+	mu.Unlock()
+	_ = s.log.waitDurable(pos)
+}
+
+// removeSmallLocked appends a removal record for each of path's small
+// blobs that doomed picks and drops them from the index; the caller holds
+// l's stripe lock and waits for pos to be durable before it answers.
+func (s *Store) removeSmallLocked(l loc, path string, doomed func(id string) bool) (pos int64, err error) {
+	var b []byte
+	var gone []smallEntry
+	for _, e := range s.small[l.stripe][path] {
+		if doomed(e.id) {
+			b = appendRecord(b, &record{kind: recRemoval, path: path, id: e.id, ref: e.seg.seq, mtime: time.Now().UnixNano()}, nil)
+			gone = append(gone, e)
+		}
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	if _, _, pos, err = s.log.append(b); err != nil {
+		return 0, err
+	}
+	for _, e := range gone {
+		s.indexDel(l, path, e.id)
+		s.nblobs.Add(-1)
+		s.nbytes.Add(-e.size)
+		s.cache.invalidate(cacheKey{path, e.id}, l.stripe)
+	}
+	return pos, nil
+}
+
+// smallIDs appends the ids of path's small blobs. Caller holds l's
+// stripe lock.
+func (s *Store) smallIDs(l loc, path string, ids []string) []string {
+	for _, e := range s.small[l.stripe][path] {
+		ids = append(ids, e.id)
+	}
+	return ids
+}
+
+// Where tells where the content of blob (path, id) lies on disk: a file
+// and the offset of the content in it (0 for a blob in a file of its own;
+// a small blob is inside a segment). For tools and tests that inspect or
+// damage a copy.
+func (s *Store) Where(path, id string) (name string, off, size int64, err error) {
+	if !validID(id) {
+		return "", 0, 0, fmt.Errorf("store: where %q/%q: %w", path, id, ErrBadID)
+	}
+	l := s.locate(path)
+	mu := &s.stripes[l.stripe]
+	mu.RLock()
+	e, ok := s.indexGet(l, path, id)
+	mu.RUnlock()
+	if ok {
+		return e.seg.name, e.off + recHeader + int64(len(path)+len(id)), e.size, nil
+	}
+	fi, err := s.fs.Lstat(l.data(id))
+	if err != nil {
+		return "", 0, 0, notFound("where", path, id)
+	}
+	return filepath.Clean(l.data(id)), 0, fi.Size(), nil
+}
