@@ -94,7 +94,7 @@ func (s *Store) compact(seg *segment) error {
 		default:
 		}
 		rec, err := readRecord(br, &buf)
-		if err != nil {
+		if err != nil && !errors.Is(err, errBadData) { // bad content moves as it is
 			return fmt.Errorf("compact %s at %d: %w", seg.name, off, err)
 		}
 		if err := s.moveRecord(seg, off, &rec, buf, oldest, &last); err != nil {

@@ -14,6 +14,24 @@
 //	<dir>/blobs/<hh>/<H>/<id>.meta   sidecar describing <id>
 //	<dir>/quarantine/<H>-<id>[.meta] blobs that failed a check (kept for
 //	                                 inspection; delete them at will)
+//	<dir>/segments/<16 hex>.seg      small blobs, appended (below)
+//
+// # Small blobs: segments with group commit (decision 0037)
+//
+// A blob of at most Options.SmallMax bytes (64 KiB by default) gets no
+// file of its own: Commit appends one record (header with CRC-32C and
+// SHA-256, path, id, content; record.go) to the current segment and
+// returns once an fsync covers it. Writers committing at once share that
+// fsync: the first to wait syncs for every record appended so far, the
+// others find theirs covered (segments.go). A removal appends a removal
+// record. Open reads every segment, oldest first, and rebuilds the index
+// (later records win); a record whose header does not check ends its
+// segment (the unsynced tail of a power loss). Every read of a small blob
+// from disk checks its CRCs; a blob that fails is quarantined like a
+// file's. Each Open starts a new segment; a segment is sealed at 64 MiB;
+// a sealed one less than half live is compacted in the background
+// (compact.go). The invariants below are those of blobs in files of
+// their own.
 //
 // H is the lowercase hex SHA-256 of path and hh its first two characters
 // (the 256 <hh> directories are created at Open). Hashing makes every path,

@@ -35,8 +35,12 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // errBadRecord marks a record that does not check: a torn or unsynced
-// tail, or corruption.
-var errBadRecord = errors.New("bad record")
+// tail, or corruption. errBadData marks one whose header checks but whose
+// content does not: corruption of a blob (what follows can be trusted).
+var (
+	errBadRecord = errors.New("bad record")
+	errBadData   = errors.New("content checksum mismatch")
+)
 
 // record is one decoded record.
 type record struct {
@@ -118,13 +122,14 @@ func checkNames(r *record, h, names []byte, idLen int) error {
 // checkData checks content against the record's CRC.
 func (r *record) checkData(data []byte) error {
 	if int64(len(data)) != r.size || crc32.Checksum(data, castagnoli) != r.dataCRC {
-		return fmt.Errorf("%w: content checksum", errBadRecord)
+		return errBadData
 	}
 	return nil
 }
 
 // decodeRecord decodes a whole record (header, names, content) from b,
-// checking both CRCs. The content aliases b.
+// checking both CRCs (a content that does not check is errBadData, with
+// the record decoded). The content aliases b.
 func decodeRecord(b []byte) (record, []byte, error) {
 	if len(b) < recHeader {
 		return record{}, nil, fmt.Errorf("%w: short", errBadRecord)

@@ -192,7 +192,8 @@ func TestSmallTornTail(t *testing.T) {
 }
 
 // A small blob is checked at every read from disk: a flipped byte is
-// ErrChecksum, then ErrNotFound (quarantined), and Scrub finds another.
+// ErrChecksum, then ErrNotFound (quarantined), and Scrub finds another;
+// a restart in between loses neither them nor the blobs after them.
 func TestSmallCorruption(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, Options{NoSync: true})
@@ -205,6 +206,11 @@ func TestSmallCorruption(t *testing.T) {
 			t.Fatal(err)
 		}
 		flip(t, name, off+100)
+	}
+	// A restart keeps them, and what follows them, in the index.
+	s = reopen(t, s, dir, Options{NoSync: true})
+	if n, _ := s.Usage(); n != 3 {
+		t.Errorf("Usage after a restart: %d blobs, want 3", n)
 	}
 	if _, err := s.Open("a", "v"); !errors.Is(err, ErrChecksum) {
 		t.Errorf("corrupt a: %v, want ErrChecksum", err)

@@ -13,8 +13,9 @@ import (
 
 // openSegments opens the segments found in dir/segments, oldest first,
 // and rebuilds the index of small blobs from their records: every record
-// is read and checked whole; a record that does not check (a tail not
-// synced before a power loss, or corruption) ends its segment. Later
+// is read and checked whole; a record whose header does not check (a tail
+// not synced before a power loss, or corruption) ends its segment, one
+// whose content alone does not is indexed and found corrupt when read. Later
 // records win; a removal deletes. Appends go to a new segment, begun by
 // the first of them.
 func (s *Store) openSegments() error {
@@ -78,6 +79,11 @@ func (s *Store) scanSegment(seg *segment) error {
 	var buf []byte
 	for {
 		rec, err := readRecord(br, &buf)
+		if errors.Is(err, errBadData) {
+			// A header that checks is trusted: the blob is indexed, and
+			// found corrupt when read or scrubbed (counted, quarantined).
+			err = nil
+		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errBadRecord) {
 			return nil // the end, or a tail that was never durable
 		}
