@@ -114,3 +114,72 @@ func TestReadNearestZone(t *testing.T) {
 		t.Fatalf("%d nodes without a copy, want 2", readers)
 	}
 }
+
+// TestReadNearestRTT runs three nodes without zones and a file with two
+// copies: the node without a copy reads from the holder it measures
+// nearer by gossip's round trips (decision 0041), whichever that is. One
+// holder's gossip is delayed by 30 ms (the transport's seam: every
+// probe's ack from it is late; under the fast timing's 50 ms probe
+// timeout), then the delay moves to the other holder and the reads follow
+// it; load figures cannot flip with it.
+func TestReadNearestRTT(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	ctx := ctxT(t)
+	for _, kv := range [][2]string{{"replication", "2"}, {"resume", "immediate"}} {
+		if _, err := c.Client(0).SetConfig(ctx, kv[0], kv[1]); err != nil {
+			t.Fatalf("config %s=%s: %v", kv[0], kv[1], err)
+		}
+	}
+	const path = "near/rtt"
+	put(t, c.Client(0), path, "payload")
+	testcluster.WaitFor(t, 10*time.Second, path+" replicated to two nodes, everywhere", func() bool {
+		for _, nd := range c.Nodes {
+			f := nd.Cluster().FSM().File(path)
+			if f == nil || f.Suspended() || len(f.Valid) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	valid := c.Nodes[0].Cluster().FSM().File(path).Valid
+	reader, holders := -1, map[string]int{}
+	for i, nd := range c.Nodes {
+		if slices.Contains(valid, nd.ID()) {
+			holders[nd.ID()] = i
+		} else {
+			reader = i
+		}
+	}
+	order := func() []files.ReadChoice {
+		raw, err := c.Client(reader).FileStatus(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct {
+			ReadOrder []files.ReadChoice `json:"read_order"`
+		}
+		if err := json.Unmarshal(raw, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.ReadOrder
+	}
+	const delay = 30 * time.Millisecond
+	for round, far := range valid {
+		near := valid[1-round]
+		c.Nodes[holders[near]].Transport().SetGossipDelay(0)
+		c.Nodes[holders[far]].Transport().SetGossipDelay(delay)
+		var got []files.ReadChoice
+		testcluster.WaitFor(t, 20*time.Second, fmt.Sprintf("round %d: %s measured nearer than %s (delayed)", round, near, far), func() bool {
+			got = order()
+			return len(got) == 2 && got[0].Node == near && got[0].RTTMillis > 0 && got[1].RTTMillis >= float64(delay.Milliseconds())
+		})
+		if !strings.Contains(got[0].Reason, "rtt ") {
+			t.Fatalf("round %d: reason %q does not give the round trip", round, got[0].Reason)
+		}
+		resp := rawGet(t, c.HTTPAddr(reader), path)
+		if to := resp.Header.Get("X-Mure-Redirect"); resp.StatusCode != http.StatusTemporaryRedirect || to != near {
+			t.Fatalf("round %d: GET through %s: %d to %q, want 307 to %s (nearer than %s); order %+v", round, c.ID(reader), resp.StatusCode, to, near, far, got)
+		}
+		t.Logf("round %d: read order from %s: %+v", round, c.ID(reader), got)
+	}
+}

@@ -374,6 +374,9 @@ func (n *Node) KeyPath() string { return filepath.Join(n.cfg.DataDir, keyFile) }
 // Cluster exposes the node's cluster seat (for status and tests).
 func (n *Node) Cluster() *cluster.Cluster { return n.cl }
 
+// Transport exposes the node's peer transport (tests: its fault seams).
+func (n *Node) Transport() *transport.Mux { return n.mux }
+
 // Left is closed when the node has left the cluster (mure node leave).
 func (n *Node) Left() <-chan struct{} { return n.left }
 

@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrIsolated is returned by Dial while the mux is isolated.
@@ -17,8 +18,11 @@ var ErrIsolated = errors.New("transport: node isolated (fault injection)")
 type faults struct {
 	enabled  atomic.Bool
 	isolated atomic.Bool
-	mu       sync.Mutex
-	live     map[*trackedConn]struct{}
+	// gossipDelay holds every gossip packet this node sends for that
+	// long (nanoseconds; SetGossipDelay).
+	gossipDelay atomic.Int64
+	mu          sync.Mutex
+	live        map[*trackedConn]struct{}
 }
 
 // EnableFaults turns the seam on. Call it before any peer traffic: only
@@ -45,6 +49,13 @@ func (m *Mux) SetIsolated(on bool) {
 		_ = c.Close()
 	}
 }
+
+// SetGossipDelay holds every gossip packet this node sends for d before
+// it leaves (0: none): a longer path, as gossip's probes measure it
+// (their acks are late by d). It is a seam for tests of the read order's
+// round-trip key (the testbed's kernel has no netem); stream connections
+// (raft, files) are not delayed.
+func (m *Mux) SetGossipDelay(d time.Duration) { m.faults.gossipDelay.Store(int64(d)) }
 
 // track registers c so that isolation can close it. A connection whose
 // dial or handshake began before the node was isolated and ended after the

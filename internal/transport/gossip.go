@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -99,6 +100,15 @@ func (g *gossipTransport) WriteToAddress(b []byte, a memberlist.Address) (time.T
 	udpAddr, err := net.ResolveUDPAddr("udp", a.Addr)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("transport: resolve gossip address %q: %w", a.Addr, err)
+	}
+	if d := time.Duration(g.m.faults.gossipDelay.Load()); d > 0 {
+		b = bytes.Clone(b) // memberlist may reuse the buffer once this returns
+		time.AfterFunc(d, func() {
+			if !g.isStopped() {
+				_, _ = g.m.udp.WriteToUDP(b, udpAddr) // lost if it fails, as on a network
+			}
+		})
+		return time.Now(), nil
 	}
 	_, err = g.m.udp.WriteToUDP(b, udpAddr)
 	ts := time.Now()
