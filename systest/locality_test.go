@@ -118,7 +118,7 @@ func TestReadNearestZone(t *testing.T) {
 // TestReadNearestRTT runs three nodes without zones and a file with two
 // copies: the node without a copy reads from the holder it measures
 // nearer by gossip's round trips (decision 0041), whichever that is. One
-// holder's gossip is delayed by 30 ms (the transport's seam: every
+// holder's gossip is delayed by 20 ms (the transport's seam: every
 // probe's ack from it is late; under the fast timing's 50 ms probe
 // timeout), then the delay moves to the other holder and the reads follow
 // it; load figures cannot flip with it.
@@ -163,7 +163,7 @@ func TestReadNearestRTT(t *testing.T) {
 		}
 		return st.ReadOrder
 	}
-	const delay = 30 * time.Millisecond
+	const delay = 20 * time.Millisecond
 	for round, far := range valid {
 		near := valid[1-round]
 		c.Nodes[holders[near]].Transport().SetGossipDelay(0)
