@@ -83,6 +83,7 @@ func TestBypassUnderOverload(t *testing.T) {
 			var wg sync.WaitGroup
 			t.Cleanup(func() { disk.unstick(); wg.Wait(); p.Close(); h.Close(); tiers.Close() })
 			fetch(t, "GET", p.URL+"/hot") // in memory (and on disk)
+			tiers.Flush()                 // so that the one operation in flight is /d1's read
 
 			disk.stuck.Store(true)
 			wg.Add(1)

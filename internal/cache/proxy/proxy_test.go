@@ -218,8 +218,9 @@ func TestRestartKeepsDiskTier(t *testing.T) {
 		io.WriteString(w, "kept")
 	})
 	dir := t.TempDir()
-	p1, _ := proxyFor(t, o, dir, Limits{})
+	p1, h1 := proxyFor(t, o, dir, Limits{})
 	fetch(t, "GET", p1.URL+"/k")
+	h1.tiers.Flush() // a stopping node writes its queue out (Close); this one keeps running
 	p2, _ := proxyFor(t, o, dir, Limits{})
 	resp, body := fetch(t, "GET", p2.URL+"/k")
 	if body != "kept" || !strings.Contains(resp.Header.Get("Cache-Status"), "hit") {
