@@ -5,8 +5,11 @@
 # optional fast read lane (--http-fast). The three servers are measured in
 # turn, ROUNDS times, so that a neighbour's load falls on all of them; the
 # table gives each one's median req/s and the ratios of the medians, and
-# the load average before and after. Needs nginx and wrk
-# (apt-get install nginx-light wrk).
+# the load average before and after. On a shared machine req/s follows the
+# neighbours' load; the CPU time each server spends per request (user +
+# system, from /proc/PID/stat around each wrk run: mure's process, nginx's
+# master and workers) follows it much less, so the table gives its median
+# too. Needs nginx and wrk (apt-get install nginx-light wrk).
 #   scripts/bench/vs-nginx.sh [DURATION] [ROUNDS]   (default 5s, 3 rounds)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,9 +30,21 @@ trap 'kill $mpid $npid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT INT T
 for i in $(seq 50); do curl -sf 127.0.0.1:7990/readyz >/dev/null && break; sleep 0.1; done
 use_admin "$work/data"
 echo "load before: $(uptime)"
-rps() { wrk "${auth[@]}" -t2 -c64 -d"$dur" "$1" | awk '/Requests\/sec/ {print $2}'; }
+hz=$(getconf CLK_TCK)
+# ticks PID...: the CPU time the processes have used, in clock ticks.
+ticks() { local p t=0; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' /proc/"$p"/stat))); done; echo $t; }
+# run URL PID...: "req/s µs-of-CPU-per-request" of one wrk run.
+run() {
+  local url=$1 t0 out n
+  shift
+  t0=$(ticks "$@")
+  out=$(wrk "${auth[@]}" -t2 -c64 -d"$dur" "$url")
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  echo "$(awk '/Requests\/sec/ {print $2}' <<<"$out") $(echo "($(ticks "$@") - $t0) * 1000000 / $hz / $n" | bc -l)"
+}
 med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-printf "%-6s %12s %16s %16s %7s %7s   %s\n" size "nginx req/s" "mure main req/s" "mure fast req/s" main/ng fast/ng "rounds (nginx/main/fast)"
+
+printf "%-6s %12s %16s %16s %7s %7s %9s %9s %9s   %s\n" size "nginx req/s" "mure main req/s" "mure fast req/s" main/ng fast/ng "ng µs/req" "main µs" "fast µs" "rounds (nginx/main/fast req/s; µs of CPU per request)"
 for size in 4096 65536 1048576; do
   f=$work/www/files/bench/f$size
   head -c $size /dev/urandom >"$f" && chmod 644 "$f"
@@ -37,14 +52,17 @@ for size in 4096 65536 1048576; do
   cmp <(curl "${auth[@]}" -sf 127.0.0.1:7990/files/bench/f$size) "$f"
   cmp <(curl "${auth[@]}" -sf 127.0.0.1:7980/files/bench/f$size) "$f"
   cmp <(curl "${auth[@]}" -sf 127.0.0.1:7992/files/bench/f$size) "$f"
-  ns=() ms=() qs=() all=""
+  npids=("$npid" $(pgrep -P "$npid")) # the master and its workers
+  ns=() ms=() qs=() nc=() mc=() qc=() all=""
   for r in $(seq "$rounds"); do
-    n=$(rps http://127.0.0.1:7980/files/bench/f$size)
-    m=$(rps http://127.0.0.1:7990/files/bench/f$size)
-    q=$(rps http://127.0.0.1:7992/files/bench/f$size)
-    ns+=("$n") ms+=("$m") qs+=("$q") all="$all ${n%.*}/${m%.*}/${q%.*}"
+    read -r n ncpu < <(run http://127.0.0.1:7980/files/bench/f$size "${npids[@]}")
+    read -r m mcpu < <(run http://127.0.0.1:7990/files/bench/f$size "$mpid")
+    read -r q qcpu < <(run http://127.0.0.1:7992/files/bench/f$size "$mpid")
+    ns+=("$n") ms+=("$m") qs+=("$q") nc+=("$ncpu") mc+=("$mcpu") qc+=("$qcpu")
+    all="$all ${n%.*}/${m%.*}/${q%.*}; $(printf '%.1f/%.1f/%.1f' "$ncpu" "$mcpu" "$qcpu") |"
   done
   n=$(med "${ns[@]}") m=$(med "${ms[@]}") q=$(med "${qs[@]}")
-  printf "%-6s %12.0f %16.0f %16.0f %7.2f %7.2f  %s\n" $((size / 1024))K "$n" "$m" "$q" "$(echo "$m / $n" | bc -l)" "$(echo "$q / $n" | bc -l)" "$all"
+  printf "%-6s %12.0f %16.0f %16.0f %7.2f %7.2f %9.1f %9.1f %9.1f  %s\n" $((size / 1024))K "$n" "$m" "$q" "$(echo "$m / $n" | bc -l)" "$(echo "$q / $n" | bc -l)" \
+    "$(med "${nc[@]}")" "$(med "${mc[@]}")" "$(med "${qc[@]}")" "$all"
 done
 echo "load after: $(uptime)"
