@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,7 +38,7 @@ import (
 // TestLinearizabilityDefaultTimings does).
 func TestLinearizabilityUnderFaults(t *testing.T) {
 	seededRuns(t, 8*time.Second, 20*time.Second, func(t *testing.T, seed int64, dur time.Duration) {
-		h := runWithFaults(t, seed, dur, os.Getenv("MURE_TIMING"))
+		h, _ := runWithFaults(t, seed, dur, os.Getenv("MURE_TIMING"), nil)
 		checkLinearizable(t, h, true)
 	})
 }
@@ -49,7 +51,7 @@ func TestLinearizabilityUnderFaults(t *testing.T) {
 // test-robustness-default runs 20 of 20 s.
 func TestLinearizabilityDefaultTimings(t *testing.T) {
 	seededRuns(t, 8*time.Second, 20*time.Second, func(t *testing.T, seed int64, dur time.Duration) {
-		h := runWithFaults(t, seed, dur, "default")
+		h, _ := runWithFaults(t, seed, dur, "default", nil)
 		checkLinearizable(t, h, true)
 	})
 }
@@ -156,8 +158,9 @@ func checkLinearizable(t *testing.T, h *lincheck.History, strict bool) {
 }
 
 // runWithFaults drives the load and the fault schedule for dur, on nodes
-// with the named timing ("": the test clusters' fast one).
-func runWithFaults(t *testing.T, seed int64, dur time.Duration, timing string) *lincheck.History {
+// with the named timing ("": the test clusters' fast one) and settings
+// set before the load starts.
+func runWithFaults(t *testing.T, seed int64, dur time.Duration, timing string, settings map[string]string) (*lincheck.History, *testcluster.ProcCluster) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 1))
 	args := []string{"--debug-faults"}
 	if tm := timing; tm != "" {
@@ -173,6 +176,11 @@ func runWithFaults(t *testing.T, seed int64, dur time.Duration, timing string) *
 		}
 	}
 	t.Logf("resume policy %s", policy)
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		if _, err := c.Client(0).SetConfig(ctx, k, settings[k]); err != nil {
+			t.Fatalf("config %s=%s: %v", k, settings[k], err)
+		}
+	}
 	h := lincheck.NewHistory()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -218,7 +226,7 @@ func runWithFaults(t *testing.T, seed int64, dur time.Duration, timing string) *
 	wg.Wait()
 	t.Logf("faults: %s", strings.Join(log, ", "))
 	checkConverged(t, c)
-	return h
+	return h, c
 }
 
 // checkConverged waits until every node has applied the same raft index and

@@ -54,6 +54,8 @@ func (p proposal) namespace() (string, int) {
 	switch {
 	case p.op != nil:
 		return p.op.NS, p.op.V
+	case p.cmd.Kind == meta.KindDrop && p.cmd.Keep > 0:
+		return meta.NSCore, 4 // a conditional drop (a hot file's extra copy)
 	case p.cmd.Kind == meta.KindCommit && (p.cmd.MD5 != "" || p.cmd.Attrs != nil):
 		return meta.NSCore, 3 // a commit with the content's MD5 or attributes
 	case p.cmd.Kind == meta.KindCommit && p.cmd.Take:

@@ -11,6 +11,8 @@ type Metrics struct {
 	replicationRate                                                           prometheus.Gauge
 	redirects, forwarded, forwardFailed                                       *prometheus.CounterVec
 	backlog                                                                   prometheus.Gauge
+	hotHeld                                                                   prometheus.Gauge
+	hotAdded, hotDropped                                                      prometheus.Counter
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not
@@ -49,11 +51,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Forwarded requests that failed because the other node could not be reached or stopped answering, by operation."}, []string{"op"}),
 		backlog: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "files", Name: "replication_backlog_files",
 			Help: "Files this node should hold but whose current version it does not have yet."}),
+		hotHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "files", Name: "hot_replicas",
+			Help: "Hot copies this node holds: extra copies of files read here often (hot.reads), beyond the replication count."}),
+		hotAdded:   c("hot_replicas_added_total", "Hot copies this node fetched and made valid."),
+		hotDropped: c("hot_replicas_dropped_total", "Hot copies this node dropped once their file cooled (hot.cool)."),
 	}
 	if reg != nil {
 		reg.MustRegister(m.localReads, m.writes, m.deletes, m.invalidations, m.leaseWaits, m.releases, m.resumed, m.lostReplicas, m.dropped, m.readLeaseWaits,
 			m.bytesIn, m.bytesOut, m.replicaBytesIn, m.replicaBytesOut,
-			m.replicationBytes, m.throttleWait, m.replicationRate, m.redirects, m.forwarded, m.forwardFailed, m.backlog)
+			m.replicationBytes, m.throttleWait, m.replicationRate, m.redirects, m.forwarded, m.forwardFailed, m.backlog,
+			m.hotHeld, m.hotAdded, m.hotDropped)
 	}
 	return m
 }

@@ -37,8 +37,9 @@ func (s *Service) Open(ctx context.Context, path string, o OpenOptions) (*Reader
 		return nil, errPending()
 	}
 	f := j.f
-	if j.mayServe(s, o.Stale) {
+	if j.mayServe(s, o.Stale) && !s.hot.isRetiring(path) {
 		if rd := s.openLocal(f, o); rd != nil {
+			s.hot.read(path, true)
 			return rd, nil
 		}
 	}
@@ -67,6 +68,7 @@ func (s *Service) Open(ctx context.Context, path string, o OpenOptions) (*Reader
 		if target == "" {
 			return nil, unavailable(ErrUnavailable, nil, "no reachable node holds a valid copy of "+path+" right now")
 		}
+		s.hot.read(path, false)
 	}
 	if !o.mayForward() {
 		return nil, s.heldElsewhere(path, target)

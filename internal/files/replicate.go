@@ -2,6 +2,7 @@ package files
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +25,14 @@ func (p *protected) add(path, id string, d time.Duration) {
 		p.m = map[string]time.Time{}
 	}
 	p.m[path+"\x00"+id] = time.Now().Add(d)
+}
+
+// done ends the protection of a blob before its time (its fetch has
+// been reported: the catalogue decides about it from now on).
+func (p *protected) done(path, id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, path+"\x00"+id)
 }
 
 // keep returns the IDs among ids that are protected for path.
@@ -75,6 +84,9 @@ func (s *Service) replicateLoop(ctx context.Context) {
 			})
 		}
 		for _, p := range paths {
+			pending[p] = time.Time{}
+		}
+		for _, p := range s.hot.takeFresh() {
 			pending[p] = time.Time{}
 		}
 		cfg := s.config()
@@ -150,12 +162,7 @@ func (s *Service) plan(f *meta.File, cfg meta.Config) (source string, fetch bool
 	}
 	var targets []string
 	s.fsm.Read(func(st *meta.State) { targets = st.Targets(f, cfg.Replicas) })
-	mine := false
-	for _, t := range targets {
-		if t == s.self {
-			mine = true
-		}
-	}
+	mine := slices.Contains(targets, s.self) || s.hot.wants(f.Path)
 	if !mine {
 		return "", false
 	}
@@ -170,6 +177,7 @@ func (s *Service) resumeReplica(ctx context.Context, f *meta.File, source string
 	defer cancel()
 	if info, err := s.st.Stat(f.Path, f.BlobID); err != nil || info.Sum != f.Sum.String() {
 		s.protect.add(f.Path, f.BlobID, 10*time.Minute)
+		defer s.protect.done(f.Path, f.BlobID)
 		if err := s.fetchBlob(ctx, source, f); err != nil {
 			return err
 		}
@@ -180,6 +188,10 @@ func (s *Service) resumeReplica(ctx context.Context, f *meta.File, source string
 	}
 	if res.Err == nil {
 		s.metrics.resumed.Inc()
+		if s.hot.wants(f.Path) && !f.IsValidOn(s.self) {
+			s.hot.added.Add(1)
+			s.metrics.hotAdded.Inc()
+		}
 	}
 	return nil // a stale version is not an error: the next round sees the new one
 }

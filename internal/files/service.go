@@ -102,6 +102,7 @@ type Service struct {
 	// throttle caps the replication worker's fetches (replication.rate).
 	throttle *throttle
 	backlog  atomic.Int64
+	hot      *hot // hot files gaining copies here (hot.go)
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -147,20 +148,22 @@ func New(cfg Config, cl Cluster, st *store.Store, peers Peers) *Service {
 	s.resumer = newResumer(s)
 	s.invs = newInvBatcher(peers)
 	s.throttle = newThrottle()
+	s.hot = newHot()
 	return s
 }
 
 // Start launches the replication worker, the resumption policy, the
-// scrub and the reporting of lost replicas.
+// scrub, the reporting of lost replicas and the hot-file decisions.
 func (s *Service) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.wg.Add(5)
+	s.wg.Add(6)
 	go func() { defer s.wg.Done(); s.replicateLoop(ctx) }()
 	go func() { defer s.wg.Done(); s.resumer.loop(ctx) }()
 	go func() { defer s.wg.Done(); s.settleLoop(ctx) }()
 	go func() { defer s.wg.Done(); s.scrubLoop(ctx) }()
 	go func() { defer s.wg.Done(); s.dropLoop(ctx) }()
+	go func() { defer s.wg.Done(); s.hotLoop(ctx) }()
 }
 
 // Close stops the background work and waits for it.

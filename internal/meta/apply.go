@@ -228,11 +228,24 @@ func (s *State) drop(c Command) (*File, error) {
 		return cur, fmt.Errorf("%w: %s is not at version %d", ErrStale, c.Path, c.Version)
 	case !cur.IsValidOn(c.Node):
 		return cur, nil
+	case c.Keep > 0 && s.validActive(cur, c.Node) < c.Keep:
+		return cur, fmt.Errorf("%w: %s has %d other valid copies on active nodes, %d to keep", ErrKeep, c.Path, s.validActive(cur, c.Node), c.Keep)
 	}
 	f := cur.clone()
 	f.Valid = without(f.Valid, c.Node)
 	s.put(f)
 	return f, nil
+}
+
+// validActive counts f's valid copies on active nodes other than not.
+func (s *State) validActive(f *File, not string) int {
+	n := 0
+	for _, id := range f.Valid {
+		if nd := s.nodes[id]; id != not && nd != nil && nd.State == NodeActive {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *State) delete(idx uint64, c Command) (*File, []string, bool, error) {

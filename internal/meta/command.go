@@ -25,6 +25,9 @@ var (
 	ErrBadCommand = errors.New("meta: bad command")
 	// ErrUnknownNode: the command names a node the cluster does not know.
 	ErrUnknownNode = errors.New("meta: unknown node")
+	// ErrKeep: a Drop with Keep would leave fewer valid copies on active
+	// nodes than it asked to keep (core v4).
+	ErrKeep = errors.New("meta: would leave fewer copies than asked to keep")
 )
 
 // Kind names a command.
@@ -92,6 +95,11 @@ type Command struct {
 	MD5   string    `json:"md5,omitempty"`
 	Attrs *Attrs    `json:"attrs,omitempty"`
 	Time  time.Time `json:"time,omitempty"`
+	// Keep makes a Drop conditional (core v4): it is refused (ErrKeep)
+	// unless at least Keep valid copies on active nodes remain without
+	// Node's. A hot file's extra copy is dropped so (decision 0039):
+	// never below the replication count, whatever else drops at once.
+	Keep int `json:"keep,omitempty"`
 	// Standby lists the extra nodes that durably hold the committed blob.
 	Standby []string `json:"standby,omitempty"`
 	Cond    Cond     `json:"cond,omitempty"`
@@ -147,7 +155,7 @@ type Result struct {
 var errKinds = map[string]error{
 	"held": ErrHeld, "not_holder": ErrNotHolder, "precondition": ErrPrecondition,
 	"not_found": ErrNotFound, "stale": ErrStale, "bad_command": ErrBadCommand,
-	"unknown_node": ErrUnknownNode, "unknown_namespace": ErrUnknownNamespace, "unsupported": ErrUnsupported,
+	"unknown_node": ErrUnknownNode, "keep": ErrKeep, "unknown_namespace": ErrUnknownNamespace, "unsupported": ErrUnsupported,
 }
 
 // Wire prepares a result for sending to another node.

@@ -37,6 +37,22 @@ const (
 	// 64MiB (~0.54 Gbit/s), is ~5% of a 10 Gbit/s link; on 1 Gbit/s, 32MiB
 	// or less leaves clients most of the link (docs/operations.md).
 	CfgReplicationRate = "replication.rate"
+	// CfgHotReads: reads per second of one file through a node without a
+	// copy of it (forwarded or redirected), over hot.window, above which
+	// that node fetches a copy of its own, when replication is below
+	// "all" (decision 0039); "0" turns hot replicas off. Lower gains
+	// copies sooner and spends more disk and replication bandwidth.
+	CfgHotReads = "hot.reads"
+	// CfgHotWindow: the span over which a node counts a file's reads;
+	// shorter reacts sooner to a burst and more often to noise.
+	CfgHotWindow = "hot.window"
+	// CfgHotCool: how long a hot copy must be read less than half of
+	// hot.reads per second before its node drops it (never below the
+	// replication count). Longer keeps copies through lulls.
+	CfgHotCool = "hot.cool"
+	// CfgHotMax: the most hot copies one node holds at once (its budget);
+	// the hottest files first.
+	CfgHotMax = "hot.max"
 )
 
 // Setting is one cluster-wide setting: its key, default and validation.
@@ -95,6 +111,10 @@ func init() {
 		{Key: CfgResumeIdle, Default: "1s", Validate: validateResumeIdle},
 		{Key: CfgResumeReads, Default: "3", Validate: validateResumeReads},
 		{Key: CfgReplicationRate, Default: "64MiB", Validate: validateReplicationRate},
+		{Key: CfgHotReads, Default: "100", Validate: intIn(CfgHotReads, "reads per second", 0, 1_000_000), Namespace: NSCore, Version: 4},
+		{Key: CfgHotWindow, Default: "10s", Validate: durationIn(CfgHotWindow, 100*time.Millisecond, time.Hour), Namespace: NSCore, Version: 4},
+		{Key: CfgHotCool, Default: "1m", Validate: durationIn(CfgHotCool, 100*time.Millisecond, 24*time.Hour), Namespace: NSCore, Version: 4},
+		{Key: CfgHotMax, Default: "64", Validate: intIn(CfgHotMax, "files", 1, 100_000), Namespace: NSCore, Version: 4},
 	} {
 		RegisterSetting(s)
 	}
@@ -129,6 +149,26 @@ func validateReplicationRate(value string) error {
 		return fmt.Errorf("%s must be bytes per second such as 64MiB or 100M (powers of 1024), at least 64KiB, or 0 for no cap, not %q", CfgReplicationRate, value)
 	}
 	return nil
+}
+
+// intIn validates a whole number of unit from min to max.
+func intIn(key, unit string, min, max int) func(string) error {
+	return func(v string) error {
+		if n, err := strconv.Atoi(v); err != nil || n < min || n > max {
+			return fmt.Errorf("%s must be a number of %s from %d to %d, not %q", key, unit, min, max, v)
+		}
+		return nil
+	}
+}
+
+// durationIn validates a duration from min to max.
+func durationIn(key string, min, max time.Duration) func(string) error {
+	return func(v string) error {
+		if d, err := time.ParseDuration(v); err != nil || d < min || d > max {
+			return fmt.Errorf("%s must be a duration such as 10s or 1m, from %s to %s, not %q", key, min, max, v)
+		}
+		return nil
+	}
 }
 
 // oneOf validates a value against a fixed list.
@@ -183,6 +223,11 @@ type Config struct {
 	ResumeReads int
 	// ReplicationRate caps each node's replica fetches, bytes/s; 0: none.
 	ReplicationRate int64
+	// Hot files gain replicas (hot.*; 0 reads: off).
+	HotReads  int
+	HotWindow time.Duration
+	HotCool   time.Duration
+	HotMax    int
 }
 
 // ParseConfig turns validated settings into a Config (defaults fill gaps).
@@ -203,5 +248,9 @@ func ParseConfig(m map[string]string) Config {
 	c.ResumeIdle, _ = time.ParseDuration(get(CfgResumeIdle))
 	c.ResumeReads, _ = strconv.Atoi(get(CfgResumeReads))
 	c.ReplicationRate, _ = bytesize.ParseRate(get(CfgReplicationRate))
+	c.HotReads, _ = strconv.Atoi(get(CfgHotReads))
+	c.HotWindow, _ = time.ParseDuration(get(CfgHotWindow))
+	c.HotCool, _ = time.ParseDuration(get(CfgHotCool))
+	c.HotMax, _ = strconv.Atoi(get(CfgHotMax))
 	return c
 }

@@ -77,7 +77,7 @@ func TestValidateSetting(t *testing.T) {
 
 func TestDefaultsAreValid(t *testing.T) {
 	d := DefaultConfig()
-	if len(d) != 6 { // the catalogue's own; dispatch.policy is registered by dispatch
+	if len(d) != 10 { // the catalogue's own; dispatch.policy is registered by dispatch
 		t.Fatalf("DefaultConfig has %d keys: %v", len(d), d)
 	}
 	for k, v := range d {
@@ -112,14 +112,26 @@ func TestParseConfig(t *testing.T) {
 			Config{Replicas: 2, LocalOnly: true, Resume: "reads", ResumeIdle: 250 * time.Millisecond, ResumeReads: 10, ReplicationRate: 50 << 20}},
 		{"rate off", map[string]string{CfgReplicationRate: "0"}, Config{Resume: "idle", ResumeIdle: time.Second, ResumeReads: 3}},
 		{"unknown keys ignored", map[string]string{"x": "y"}, def},
+		{"hot", map[string]string{CfgHotReads: "5", CfgHotWindow: "500ms", CfgHotCool: "2s", CfgHotMax: "3"},
+			Config{Resume: "idle", ResumeIdle: time.Second, ResumeReads: 3, ReplicationRate: rate, HotReads: 5, HotWindow: 500 * time.Millisecond, HotCool: 2 * time.Second, HotMax: 3}},
+		{"hot off", map[string]string{CfgHotReads: "0"}, Config{Resume: "idle", ResumeIdle: time.Second, ResumeReads: 3, ReplicationRate: rate, HotWindow: 10 * time.Second, HotCool: time.Minute, HotMax: 64}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.want.HotWindow == 0 {
+				tc.want = withHotDefaults(tc.want)
+			}
 			if got := ParseConfig(tc.in); got != tc.want {
 				t.Fatalf("ParseConfig(%v) = %+v, want %+v", tc.in, got, tc.want)
 			}
 		})
 	}
+}
+
+// withHotDefaults is c with the hot.* settings' defaults.
+func withHotDefaults(c Config) Config {
+	c.HotReads, c.HotWindow, c.HotCool, c.HotMax = 100, 10*time.Second, time.Minute, 64
+	return c
 }
 
 func TestParseConfigFromState(t *testing.T) {
@@ -128,7 +140,7 @@ func TestParseConfigFromState(t *testing.T) {
 	h.must(Command{Kind: KindSetConfig, Key: CfgReplication, Value: "2"})
 	h.apply(Command{Kind: KindSetConfig, Key: CfgReplication, Value: "0"}) // refused
 	c := ParseConfig(h.s.Config())
-	want := Config{Replicas: 2, Resume: "immediate", ResumeIdle: time.Second, ResumeReads: 3, ReplicationRate: 64 << 20}
+	want := withHotDefaults(Config{Replicas: 2, Resume: "immediate", ResumeIdle: time.Second, ResumeReads: 3, ReplicationRate: 64 << 20})
 	if c != want {
 		t.Fatalf("config = %+v, want %+v", c, want)
 	}

@@ -35,6 +35,16 @@ func TestDrop(t *testing.T) {
 			h.must(Command{Kind: KindDelete, Path: "x", Node: "a"})
 			return Command{Kind: KindDrop, Path: "x", Node: "b", Version: h.idx}
 		}, ErrStale, nil},
+		{"keep: enough copies left", func(h *metaHarness, v uint64) Command {
+			return Command{Kind: KindDrop, Path: "x", Node: "b", Version: v, Keep: 1}
+		}, nil, []string{"a"}},
+		{"keep: too few left", func(h *metaHarness, v uint64) Command {
+			return Command{Kind: KindDrop, Path: "x", Node: "b", Version: v, Keep: 2}
+		}, ErrKeep, nil},
+		{"keep: the second of two drops at once is refused", func(h *metaHarness, v uint64) Command {
+			h.must(Command{Kind: KindDrop, Path: "x", Node: "a", Version: v, Keep: 1})
+			return Command{Kind: KindDrop, Path: "x", Node: "b", Version: v, Keep: 1}
+		}, ErrKeep, nil},
 		{"missing path", func(h *metaHarness, v uint64) Command {
 			return Command{Kind: KindDrop, Path: "nope", Node: "b", Version: v}
 		}, ErrStale, nil},

@@ -25,7 +25,9 @@ const NSCore = "core"
 // adds Commit.Take (a commit that takes the right; settled at once in a
 // one-node cluster). Version 3 adds Commit.MD5 and Commit.Attrs (a
 // file's content MD5 and attributes; docs/decisions/0024-file-attrs.md).
-const CoreVersion = 3
+// Version 4 adds Drop.Keep (a conditional drop) and the hot.* settings
+// (hot files gain replicas; docs/decisions/0039-hot-replicas.md).
+const CoreVersion = 4
 
 // More sentinel errors, for namespaces.
 var (

@@ -59,6 +59,7 @@ func (f *filesService) Status() any {
 	var s FilesInfo
 	if svc := f.svc.Load(); svc != nil {
 		s.Backlog = svc.Backlog()
+		s.Hot = svc.Hot()
 	}
 	if fsm := f.fsm.Load(); fsm != nil {
 		fsm.Read(func(st *meta.State) {

@@ -8,6 +8,7 @@ import (
 	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/dsc"
+	"github.com/mure-dev/mure/internal/files"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/meta"
@@ -78,6 +79,9 @@ type FilesInfo struct {
 	Pending         int `json:"pending"`
 	UnderReplicated int `json:"under_replicated"`
 	Backlog         int `json:"backlog"`
+	// Hot is this node's hot copies: held now, added and dropped since
+	// the start (hot.*, docs/decisions/0039-hot-replicas.md).
+	Hot files.HotStatus `json:"hot"`
 }
 
 // StoreInfo describes this node's disk use and checksum checks.

@@ -1,0 +1,124 @@
+package files
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mure-dev/mure/internal/meta"
+)
+
+// hotCluster is a fake cluster of a, b and c with one copy per file,
+// durability local, and the files named written on a and released.
+func hotCluster(t *testing.T, paths ...string) *fakeCluster {
+	c := newFakeCluster(t, "a", "b", "c")
+	for k, v := range map[string]string{meta.CfgReplication: "1", meta.CfgDurability: "local"} {
+		c.apply(meta.Command{Kind: meta.KindSetConfig, Key: k, Value: v})
+	}
+	for _, p := range paths {
+		if _, err := c.put("a", p, "content of "+p, PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f := c.fsms["a"].File(p)
+		if r := c.apply(meta.Command{Kind: meta.KindRelease, Path: p, Node: "a", Grant: f.Grant, Version: f.Version}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	return c
+}
+
+// hotCfg is the settings of these tests: hot above 5 reads per second,
+// cold after 1.5 s below 2.5, at most max copies per node.
+func hotCfg(max int) meta.Config {
+	return meta.Config{Replicas: 1, HotReads: 5, HotWindow: time.Second, HotCool: 1500 * time.Millisecond, HotMax: max}
+}
+
+func wanted(s *Service) []string {
+	s.hot.mu.Lock()
+	defer s.hot.mu.Unlock()
+	var out []string
+	for p := range s.hot.wanted {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestHotRoundWants: which files a node wants a hot copy of after one
+// window of reads.
+func TestHotRoundWants(t *testing.T) {
+	tests := []struct {
+		name   string
+		node   string
+		counts map[string]int
+		cfg    meta.Config
+		want   []string
+	}{
+		{"above the threshold", "b", map[string]int{"x": 6}, hotCfg(4), []string{"x"}},
+		{"at the threshold: not hot", "b", map[string]int{"x": 5}, hotCfg(4), nil},
+		{"the budget takes the hottest", "b", map[string]int{"x": 10, "y": 30, "z": 20}, hotCfg(2), []string{"y", "z"}},
+		{"a valid copy here already", "a", map[string]int{"x": 50}, hotCfg(4), nil},
+		{"no such file", "b", map[string]int{"nope": 50}, hotCfg(4), nil},
+		{"replication all: off", "b", map[string]int{"x": 50}, meta.Config{HotReads: 5, HotWindow: time.Second, HotCool: time.Second, HotMax: 4}, nil},
+		{"hot.reads 0: off", "b", map[string]int{"x": 50}, meta.Config{Replicas: 1, HotWindow: time.Second, HotCool: time.Second, HotMax: 4}, nil},
+	}
+	c := hotCluster(t, "x", "y", "z")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := c.svcs[tc.node]
+			s.hot = newHot()
+			s.hotRound(context.Background(), tc.cfg, tc.counts, time.Second)
+			if got := wanted(s); !slices.Equal(got, tc.want) {
+				t.Fatalf("wanted %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestHotRoundCools: a wanted file whose copy is valid here is dropped
+// once read below half the threshold for hot.cool, not before, and not
+// when it is the file's only copy (meta.ErrKeep).
+func TestHotRoundCools(t *testing.T) {
+	for _, only := range []bool{false, true} {
+		name := map[bool]string{false: "extra copy dropped", true: "only copy kept"}[only]
+		t.Run(name, func(t *testing.T) {
+			c := hotCluster(t, "x")
+			b := c.svcs["b"]
+			ctx := context.Background()
+			b.hotRound(ctx, hotCfg(4), map[string]int{"x": 10}, time.Second)
+			f := c.fsms["b"].File("x")
+			if err := b.resumeReplica(ctx, f, "a"); err != nil {
+				t.Fatal(err)
+			}
+			if b.hot.added.Load() != 1 {
+				t.Fatalf("%d hot copies added, want 1", b.hot.added.Load())
+			}
+			if only {
+				c.apply(meta.Command{Kind: meta.KindDrop, Path: "x", Version: f.Version, Node: "a"})
+			}
+			b.hotRound(ctx, hotCfg(4), map[string]int{"x": 3}, time.Second) // still warm
+			b.hotRound(ctx, hotCfg(4), map[string]int{"x": 2}, time.Second) // cool for 1 s
+			if got := c.fsms["b"].File("x").Valid; !slices.Contains(got, "b") || len(wanted(b)) != 1 {
+				t.Fatalf("cool for 1 s of 1.5: valid %v, wanted %v; want b's copy kept", got, wanted(b))
+			}
+			b.hotRound(ctx, hotCfg(4), map[string]int{}, time.Second) // cool for 2 s
+			got := c.fsms["b"].File("x").Valid
+			if len(wanted(b)) != 0 || b.hot.isRetiring("x") {
+				t.Fatalf("after cooling: wanted %v, retiring %v", wanted(b), b.hot.isRetiring("x"))
+			}
+			if only {
+				if !slices.Equal(got, []string{"b"}) || b.hot.dropped.Load() != 0 {
+					t.Fatalf("only copy: valid %v, %d dropped; want kept on b", got, b.hot.dropped.Load())
+				}
+				return
+			}
+			if !slices.Equal(got, []string{"a"}) || b.hot.dropped.Load() != 1 {
+				t.Fatalf("valid %v, %d dropped; want b's copy dropped", got, b.hot.dropped.Load())
+			}
+			if _, err := b.st.Stat("x", f.BlobID); err == nil {
+				t.Fatal("the dropped copy's blob is still on b")
+			}
+		})
+	}
+}

@@ -1,0 +1,134 @@
+//go:build linux
+
+package systest
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mure-dev/mure/client"
+	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/testcluster"
+)
+
+// hotSettings make a file hot at more than 5 reads per second through a
+// node, counted over 300 ms, and cold after 600 ms below half that.
+var hotSettings = map[string]string{meta.CfgHotReads: "5", meta.CfgHotWindow: "300ms", meta.CfgHotCool: "600ms", meta.CfgHotMax: "2"}
+
+// TestHotReplicas: with one copy per file, a file read often through a
+// node without a copy gains a copy there (status and metrics count it,
+// and that node then answers the read itself); a node that does not read
+// it gains none; once the reads stop, the extra copy is dropped and the
+// file keeps its one configured copy (decision 0039).
+func TestHotReplicas(t *testing.T) {
+	c := testcluster.Start(t, 3)
+	ctx := ctxT(t)
+	settings := map[string]string{meta.CfgReplication: "1", meta.CfgDurability: "local", meta.CfgResume: "immediate"}
+	for k, v := range hotSettings {
+		settings[k] = v
+	}
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		if _, err := c.Client(0).SetConfig(ctx, k, settings[k]); err != nil {
+			t.Fatalf("config %s=%s: %v", k, settings[k], err)
+		}
+	}
+	const path = "hot/a"
+	put(t, c.Client(0), path, "read me often")
+	owner, reader := c.ID(0), c.ID(1)
+	validEverywhere := func(want ...string) func() bool {
+		return func() bool {
+			for _, nd := range c.Nodes {
+				f := nd.Cluster().FSM().File(path)
+				if !f.Exists() || f.Suspended() || !slices.Equal(f.Valid, want) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	testcluster.WaitFor(t, 10*time.Second, path+" released, its one copy on "+owner, validEverywhere(owner))
+
+	// ~50 reads per second through node 1, which forwards them.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		cl := client.New([]string{c.HTTPAddr(1)}, client.WithToken(c.Token()), client.WithForwarding())
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if rd, err := cl.Get(rctx, path, nil); err == nil {
+				rd.Close()
+			}
+			cancel()
+		}
+	})
+	stopped := false
+	stopReads := func() {
+		if !stopped {
+			stopped = true
+			close(stop)
+			wg.Wait()
+		}
+	}
+	t.Cleanup(stopReads)
+	want := []string{owner, reader}
+	slices.Sort(want)
+	testcluster.WaitFor(t, 20*time.Second, path+" copied to the reading node "+reader, func() bool {
+		h := c.Nodes[1].Status().Files.Hot
+		return validEverywhere(want...)() && h.Held == 1 && h.Added == 1
+	})
+	if resp := rawGet(t, c.HTTPAddr(1), path); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a read through %s, which holds a hot copy: %d, want 200 from its own copy", reader, resp.StatusCode)
+	}
+	if h := c.Nodes[2].Status().Files.Hot; h.Held != 0 || h.Added != 0 {
+		t.Fatalf("node 2, which nobody read through, has hot copies: %+v", h)
+	}
+	testcluster.WaitFor(t, 5*time.Second, "mure_files_hot_replicas 1 on "+reader, func() bool {
+		return scrapeMetricOr(t, c.HTTPAddr(1), "mure_files_hot_replicas") == 1
+	})
+
+	stopReads()
+	testcluster.WaitFor(t, 20*time.Second, path+" cooled: back to its one copy on "+owner, func() bool {
+		h := c.Nodes[1].Status().Files.Hot
+		return validEverywhere(owner)() && h.Held == 0 && h.Dropped == 1
+	})
+	if got := scrapeMetricOr(t, c.HTTPAddr(1), "mure_files_hot_replicas_dropped_total"); got != 1 {
+		t.Fatalf("mure_files_hot_replicas_dropped_total on %s = %v, want 1", reader, got)
+	}
+	mustGet(t, c.Client(1), path, "read me often")
+}
+
+// TestLinearizabilityWithHotReplicas is TestLinearizabilityUnderFaults
+// with one copy per file and hot replicas quick to come and go: copies
+// are added and dropped while nodes are killed, paused and cut off, and
+// the history must stay linearizable.
+func TestLinearizabilityWithHotReplicas(t *testing.T) {
+	seededRuns(t, 6*time.Second, 20*time.Second, func(t *testing.T, seed int64, dur time.Duration) {
+		// Rights released after each write: copies can be made between
+		// writes (a right held suspends replication, hot copies too). The
+		// clients read a file through a node some 5 to 20 times a second:
+		// around 8, copies come and go.
+		settings := map[string]string{meta.CfgReplication: "1", meta.CfgResume: "immediate",
+			meta.CfgHotReads: "8", meta.CfgHotWindow: "300ms", meta.CfgHotCool: "300ms", meta.CfgHotMax: "2"}
+		h, c := runWithFaults(t, seed, dur, "", settings)
+		checkLinearizable(t, h, true)
+		var added, dropped float64
+		for _, i := range c.Running() {
+			added += scrapeMetricOr(t, c.HTTPAddr(i), "mure_files_hot_replicas_added_total")
+			dropped += scrapeMetricOr(t, c.HTTPAddr(i), "mure_files_hot_replicas_dropped_total")
+		}
+		t.Logf("hot copies: %v added, %v dropped (nodes restarted during the run count from their restart)", added, dropped)
+		if added < 1 {
+			t.Fatal("no hot copy was added: the run did not exercise hot replicas")
+		}
+	})
+}
