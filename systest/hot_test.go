@@ -83,13 +83,13 @@ func TestHotReplicas(t *testing.T) {
 	want := []string{owner, reader}
 	slices.Sort(want)
 	testcluster.WaitFor(t, 20*time.Second, path+" copied to the reading node "+reader, func() bool {
-		h := c.Nodes[1].Status().Files.Hot
-		return validEverywhere(want...)() && h.Held == 1 && h.Added == 1
+		h := c.Nodes[1].Status().Files
+		return validEverywhere(want...)() && h.HotHeld == 1 && h.HotAdded == 1
 	})
 	if resp := rawGet(t, c.HTTPAddr(1), path); resp.StatusCode != http.StatusOK {
 		t.Fatalf("a read through %s, which holds a hot copy: %d, want 200 from its own copy", reader, resp.StatusCode)
 	}
-	if h := c.Nodes[2].Status().Files.Hot; h.Held != 0 || h.Added != 0 {
+	if h := c.Nodes[2].Status().Files; h.HotHeld != 0 || h.HotAdded != 0 {
 		t.Fatalf("node 2, which nobody read through, has hot copies: %+v", h)
 	}
 	testcluster.WaitFor(t, 5*time.Second, "mure_files_hot_replicas 1 on "+reader, func() bool {
@@ -98,8 +98,8 @@ func TestHotReplicas(t *testing.T) {
 
 	stopReads()
 	testcluster.WaitFor(t, 20*time.Second, path+" cooled: back to its one copy on "+owner, func() bool {
-		h := c.Nodes[1].Status().Files.Hot
-		return validEverywhere(owner)() && h.Held == 0 && h.Dropped == 1
+		h := c.Nodes[1].Status().Files
+		return validEverywhere(owner)() && h.HotHeld == 0 && h.HotDropped == 1
 	})
 	if got := scrapeMetricOr(t, c.HTTPAddr(1), "mure_files_hot_replicas_dropped_total"); got != 1 {
 		t.Fatalf("mure_files_hot_replicas_dropped_total on %s = %v, want 1", reader, got)

@@ -57,7 +57,7 @@ func printStatus(w io.Writer, st node.Status) error {
 	fmt.Fprintf(tw, "raft:\t%s\n", pairs(st.Raft, "state", "term", "commit_index", "applied_index", "last_log_index", "last_contact", "num_peers"))
 	f := st.Files
 	fmt.Fprintf(tw, "files:\tlive=%d suspended=%d pending=%d under_replicated=%d backlog=%d hot_copies=%d (added %d, dropped %d)\n",
-		f.Live, f.Suspended, f.Pending, f.UnderReplicated, f.Backlog, f.Hot.Held, f.Hot.Added, f.Hot.Dropped)
+		f.Live, f.Suspended, f.Pending, f.UnderReplicated, f.Backlog, f.HotHeld, f.HotAdded, f.HotDropped)
 	s := st.Store
 	fmt.Fprintf(tw, "store:\t%d blobs, %s; %s free on disk; corrupt=%d unverified=%d scrub_passes=%d\n", s.Blobs, human(s.Bytes),
 		human(int64(s.DiskFree)), s.Corrupt, s.Unverified, s.ScrubPasses)

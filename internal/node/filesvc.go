@@ -59,7 +59,8 @@ func (f *filesService) Status() any {
 	var s FilesInfo
 	if svc := f.svc.Load(); svc != nil {
 		s.Backlog = svc.Backlog()
-		s.Hot = svc.Hot()
+		h := svc.Hot()
+		s.HotHeld, s.HotAdded, s.HotDropped = h.Held, h.Added, h.Dropped
 	}
 	if fsm := f.fsm.Load(); fsm != nil {
 		fsm.Read(func(st *meta.State) {

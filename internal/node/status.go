@@ -8,7 +8,6 @@ import (
 	"github.com/mure-dev/mure/internal/api"
 	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/dsc"
-	"github.com/mure-dev/mure/internal/files"
 	"github.com/mure-dev/mure/internal/frontdoor"
 	"github.com/mure-dev/mure/internal/hostload"
 	"github.com/mure-dev/mure/internal/meta"
@@ -79,9 +78,13 @@ type FilesInfo struct {
 	Pending         int `json:"pending"`
 	UnderReplicated int `json:"under_replicated"`
 	Backlog         int `json:"backlog"`
-	// Hot is this node's hot copies: held now, added and dropped since
-	// the start (hot.*, docs/decisions/0039-hot-replicas.md).
-	Hot files.HotStatus `json:"hot"`
+	// HotHeld is the hot copies this node holds now, HotAdded and
+	// HotDropped those it added and dropped since it started (hot.*,
+	// docs/decisions/0039-hot-replicas.md). Flat, like the rest: readers
+	// decode files as a map of numbers.
+	HotHeld    int    `json:"hot_held"`
+	HotAdded   uint64 `json:"hot_added"`
+	HotDropped uint64 `json:"hot_dropped"`
 }
 
 // StoreInfo describes this node's disk use and checksum checks.
