@@ -65,6 +65,7 @@ func (s *Store) install(tmpData string, info Info) (err error) {
 			return err
 		}
 	}
+	s.dirAdd(l) // before it may exist
 	if err := s.mkdirDurable(l.dir); err != nil {
 		return err
 	}

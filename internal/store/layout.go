@@ -87,3 +87,26 @@ func (s *Store) mkdirDurable(dir string) error {
 	}
 	return s.syncDirIf(filepath.Dir(dir))
 }
+
+// A path's directory blobs/<hh>/<H> holds its blobs in files of their
+// own; most paths, with only small blobs, have none. s.dirs[i] lists the
+// directories of stripe i that may exist (guarded by stripes[i]): a
+// directory is added before it is created and deleted once it is
+// removed, so one not listed certainly does not exist, and the small
+// blobs' paths skip looking for it.
+
+// dirMay reports whether l's directory may exist. Caller holds l's stripe
+// lock.
+func (s *Store) dirMay(l loc) bool {
+	_, ok := s.dirs[l.stripe][l.dir]
+	return ok
+}
+
+// dirAdd lists l's directory as one that may exist. Caller holds l's
+// stripe lock for writing (or is Open).
+func (s *Store) dirAdd(l loc) {
+	if s.dirs[l.stripe] == nil {
+		s.dirs[l.stripe] = make(map[string]struct{})
+	}
+	s.dirs[l.stripe][l.dir] = struct{}{}
+}

@@ -138,7 +138,11 @@ func (s *Store) IDs(path string) ([]string, error) {
 	mu := &s.stripes[l.stripe]
 	mu.RLock()
 	ids := s.smallIDs(l, path, nil)
-	ents, err := s.fs.ReadDir(l.dir)
+	var ents []fs.DirEntry
+	var err error
+	if s.dirMay(l) {
+		ents, err = s.fs.ReadDir(l.dir)
+	}
 	mu.RUnlock()
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, wrapErr("ids", path, "", err)

@@ -56,8 +56,12 @@ func (s *Store) removeWhere(path, op string, doomed func(id string) bool) error 
 // removeFiles deletes the blobs of path in files of their own that doomed
 // picks; the caller holds l's stripe lock.
 func (s *Store) removeFiles(l loc, path, op string, doomed func(id string) bool) error {
+	if !s.dirMay(l) {
+		return nil
+	}
 	ents, err := s.fs.ReadDir(l.dir)
 	if errors.Is(err, fs.ErrNotExist) {
+		delete(s.dirs[l.stripe], l.dir)
 		return nil
 	}
 	if err != nil {
@@ -105,8 +109,8 @@ func (s *Store) removeFiles(l loc, path, op string, doomed func(id string) bool)
 			return wrapErr(op, path, "", err)
 		}
 	}
-	if len(present) == 0 {
-		_ = s.fs.Remove(l.dir) // fails harmlessly if foreign files remain
+	if len(present) == 0 && s.fs.Remove(l.dir) == nil { // fails harmlessly if foreign files remain
+		delete(s.dirs[l.stripe], l.dir)
 	}
 	return nil
 }

@@ -79,6 +79,9 @@ func (s *Store) scan() error {
 				return err
 			}
 		}
+		if kept > 0 {
+			s.dirAdd(l)
+		}
 		if kept == 0 {
 			_ = s.fs.Remove(dir) // fails harmlessly if unknown files remain
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"time"
 )
@@ -101,7 +102,10 @@ func (w *Writer) commitSmall(info Info) error {
 	}
 	s.cache.invalidate(cacheKey{w.path, w.id}, l.stripe)
 	s.unverified.remove(l, w.id)
-	_, ferr := s.fs.Lstat(l.data(w.id))
+	ferr := fs.ErrNotExist
+	if s.dirMay(l) {
+		_, ferr = s.fs.Lstat(l.data(w.id))
+	}
 	mu.Unlock()
 	if err := s.log.waitDurable(pos); err != nil {
 		return err

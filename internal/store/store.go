@@ -67,6 +67,7 @@ type Store struct {
 	// Small blobs (small.go): the segments, and per stripe an index
 	// guarded by stripes[i]; compaction's worker (compact.go).
 	smallMax    int64
+	dirs        [numStripes]map[string]struct{} // layout.go
 	log         *segLog
 	small       [numStripes]map[string][]smallEntry
 	compacting  atomic.Bool
