@@ -217,6 +217,23 @@ func (c *handoverConn) RemoteAddr() net.Addr {
 	return c.Conn.RemoteAddr()
 }
 
+// TCPConn returns the TCP connection underneath, as limitedConn does.
+// Only writes may use it: reads must go through the connection, which
+// replays what the hand-over read first.
+func (c *handoverConn) TCPConn() *net.TCPConn { return tcpOf(c.Conn) }
+
+// tcpOf returns the TCP connection c is or wraps (by a TCPConn method),
+// nil if there is none.
+func tcpOf(c net.Conn) *net.TCPConn {
+	switch c := c.(type) {
+	case *net.TCPConn:
+		return c
+	case interface{ TCPConn() *net.TCPConn }:
+		return c.TCPConn()
+	}
+	return nil
+}
+
 // ReadFrom keeps sendfile and splice for what the server writes.
 func (c *handoverConn) ReadFrom(r io.Reader) (int64, error) {
 	if rf, ok := c.Conn.(io.ReaderFrom); ok {

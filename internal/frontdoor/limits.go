@@ -108,6 +108,11 @@ func (c *limitedConn) tcp() *net.TCPConn {
 	return tc
 }
 
+// TCPConn returns the TCP connection underneath (nil if there is none),
+// for servers that write with calls net.Conn does not offer (writev,
+// MSG_MORE; filehttp's front).
+func (c *limitedConn) TCPConn() *net.TCPConn { return tcpOf(c.Conn) }
+
 // CloseWrite half-closes, for the relay.
 func (c *limitedConn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {

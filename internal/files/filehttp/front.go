@@ -20,8 +20,10 @@ import (
 // each request head itself and answers a plain whole-file GET or HEAD of a
 // copy this node may serve itself (the file API's Open, the judgment every
 // face uses: fences, read lease, pending, validity; and the caller's
-// grant) with one write (a cached file, with its headers) or headers and
-// sendfile, keeping the connection. Any other request, and every request
+// grant) with one write (a small cached file, with its headers), one
+// writev (a larger cached one) or headers and sendfile (the head sent with
+// MSG_MORE, so that it leaves with the file's first bytes; decision 0048),
+// keeping the connection. Any other request, and every request
 // after it on that connection, goes to net/http with the bytes already
 // read: writes keep redirect-before-body and 100-continue, and ranges,
 // conditions, errors and redirects are answered by the complete protocol.
@@ -271,16 +273,6 @@ func (f *Front) judge(h frontHead) *files.Reader {
 		}
 		return nil // held elsewhere, missing, pending, no lease: net/http says so
 	}
-	if h.get && rd.Bytes() == nil && rd.Length() > frontSendMax {
-		// net/http sends a large file faster than the front does
-		// (frontSendMax): the front wins on the per-request cost, which no
-		// longer matters at this size.
-		rd.Close()
-		if f.o.Slots != nil {
-			f.o.Slots.Release()
-		}
-		return nil
-	}
 	return rd
 }
 
@@ -334,20 +326,31 @@ func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader) error {
 	defer frontBufs.Put(buf)
 	b := f.appendHead((*buf)[:0], info, size, h.close)
 	body := h.get
-	if body && data != nil && len(data) <= frontCopyMax {
+	tc := tcpOf(c)
+	if body && data != nil && len(data) <= frontCopyMax && (tc == nil || len(data) <= frontWritevMin) {
 		b = append(b, data...) // one write: head and body
 		body = false
 	}
 	*buf = b
-	_, err := c.Write(b)
+	var err error
 	switch {
-	case err != nil || !body:
+	case !body:
+		_, err = c.Write(b)
+	case data != nil && tc != nil:
+		bufs := net.Buffers{b, data} // one writev: head and body, not copied
+		_, err = bufs.WriteTo(tc)
 	case data != nil:
-		_, err = c.Write(data)
+		if _, err = c.Write(b); err == nil {
+			_, err = c.Write(data)
+		}
 	case rd.File() != nil:
-		_, err = sendFile(c, rd.File())
+		if err = writeHeadMore(c, b); err == nil {
+			_, err = sendFile(c, rd.File())
+		}
 	default:
-		_, err = io.Copy(c, rd) // checked as it is read
+		if _, err = c.Write(b); err == nil {
+			_, err = io.Copy(c, rd) // checked as it is read
+		}
 	}
 	if h.get {
 		f.h.svc.Metrics().Sent(info.Size)
@@ -369,11 +372,24 @@ func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader) error {
 // (copied after it); a larger one goes in a write of its own.
 const frontCopyMax = 64 << 10
 
-// frontSendMax is the largest file the front sends itself; a larger one
-// goes to net/http with its connection. Measured on one node, wrk -t2 -c64,
-// alternating: the front was level with or ahead of net/http up to 256 KiB,
-// and behind the binary without it at 512 KiB (0.88x) and 1 MiB (0.91-0.94x).
-const frontSendMax = 256 << 10
+// frontWritevMin: a cached file larger than this goes out in one writev
+// with its head instead of being copied after the head first (on a TCP
+// connection); below it the copy costs less than the kernel's walk of a
+// second buffer.
+const frontWritevMin = 16 << 10
+
+// tcpOf returns the TCP connection c is or wraps (the front door's
+// connections say so with a TCPConn method), nil if there is none (TLS,
+// a pipe): writev and MSG_MORE need the socket.
+func tcpOf(c net.Conn) *net.TCPConn {
+	switch c := c.(type) {
+	case *net.TCPConn:
+		return c
+	case interface{ TCPConn() *net.TCPConn }:
+		return c.TCPConn()
+	}
+	return nil
+}
 
 var frontBufs = sync.Pool{New: func() any { b := make([]byte, 0, 65<<10); return &b }}
 
