@@ -11,23 +11,28 @@
 # master and workers) follows it much less, so the table gives its median
 # too. Needs nginx and wrk (apt-get install nginx-light wrk).
 #   scripts/bench/vs-nginx.sh [DURATION] [ROUNDS]   (default 5s, 3 rounds)
+# Ports: nginx on BASE, mure on BASE+10 (client), +11 (peer), +12 (fast
+# lane); BASE is $VS_NGINX_PORT, 7980 by default (set another when a
+# neighbour's benchmark holds these).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/bench/admin.sh
 dur=${1:-5s}
 rounds=${2:-3}
+base=${VS_NGINX_PORT:-7980}
+ng=127.0.0.1:$base main=127.0.0.1:$((base + 10)) peer=127.0.0.1:$((base + 11)) fast=127.0.0.1:$((base + 12))
 work=$(mktemp -d)
 chmod 755 "$work" # nginx workers run as nobody
 bin=$work/mure
 go build -o "$bin" ./cmd/mure
 mkdir -p "$work/www/files/bench" "$work/nginx"
-sed -e "s#NGINX_ROOT#$work/www#; s#NGINX_PORT#7980#; s#NGINX_DIR#$work/nginx#g" scripts/bench/nginx.conf >"$work/nginx.conf"
-env -u MURE_TOKEN "$bin" serve --data "$work/data" --http 127.0.0.1:7990 --http-fast 127.0.0.1:7992 --peer 127.0.0.1:7991 --log-level error >"$work/mure.log" 2>&1 &
+sed -e "s#NGINX_ROOT#$work/www#; s#NGINX_PORT#$base#; s#NGINX_DIR#$work/nginx#g" scripts/bench/nginx.conf >"$work/nginx.conf"
+env -u MURE_TOKEN "$bin" serve --data "$work/data" --http $main --http-fast $fast --peer $peer --log-level error >"$work/mure.log" 2>&1 &
 mpid=$!
 nginx -c "$work/nginx.conf" &
 npid=$!
 trap 'kill $mpid $npid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT INT TERM
-for i in $(seq 50); do curl -sf 127.0.0.1:7990/readyz >/dev/null && break; sleep 0.1; done
+for i in $(seq 50); do curl -sf $main/readyz >/dev/null && break; sleep 0.1; done
 use_admin "$work/data"
 echo "load before: $(uptime)"
 hz=$(getconf CLK_TCK)
@@ -48,16 +53,16 @@ printf "%-6s %12s %16s %16s %7s %7s %9s %9s %9s   %s\n" size "nginx req/s" "mure
 for size in 4096 65536 1048576; do
   f=$work/www/files/bench/f$size
   head -c $size /dev/urandom >"$f" && chmod 644 "$f"
-  curl "${auth[@]}" -sf -X PUT --data-binary @"$f" 127.0.0.1:7990/files/bench/f$size >/dev/null
-  cmp <(curl "${auth[@]}" -sf 127.0.0.1:7990/files/bench/f$size) "$f"
-  cmp <(curl "${auth[@]}" -sf 127.0.0.1:7980/files/bench/f$size) "$f"
-  cmp <(curl "${auth[@]}" -sf 127.0.0.1:7992/files/bench/f$size) "$f"
+  curl "${auth[@]}" -sf -X PUT --data-binary @"$f" $main/files/bench/f$size >/dev/null
+  cmp <(curl "${auth[@]}" -sf $main/files/bench/f$size) "$f"
+  cmp <(curl "${auth[@]}" -sf $ng/files/bench/f$size) "$f"
+  cmp <(curl "${auth[@]}" -sf $fast/files/bench/f$size) "$f"
   npids=("$npid" $(pgrep -P "$npid")) # the master and its workers
   ns=() ms=() qs=() nc=() mc=() qc=() all=""
   for r in $(seq "$rounds"); do
-    read -r n ncpu < <(run http://127.0.0.1:7980/files/bench/f$size "${npids[@]}")
-    read -r m mcpu < <(run http://127.0.0.1:7990/files/bench/f$size "$mpid")
-    read -r q qcpu < <(run http://127.0.0.1:7992/files/bench/f$size "$mpid")
+    read -r n ncpu < <(run http://$ng/files/bench/f$size "${npids[@]}")
+    read -r m mcpu < <(run http://$main/files/bench/f$size "$mpid")
+    read -r q qcpu < <(run http://$fast/files/bench/f$size "$mpid")
     ns+=("$n") ms+=("$m") qs+=("$q") nc+=("$ncpu") mc+=("$mcpu") qc+=("$qcpu")
     all="$all ${n%.*}/${m%.*}/${q%.*}; $(printf '%.1f/%.1f/%.1f' "$ncpu" "$mcpu" "$qcpu") |"
   done
