@@ -16,22 +16,17 @@ import (
 	"github.com/mure-dev/mure/internal/testcluster"
 )
 
-// hotSettings make a file hot at more than 5 reads per second through a
-// node, counted over 300 ms, and cold after 600 ms below half that.
-var hotSettings = map[string]string{meta.CfgHotReads: "5", meta.CfgHotWindow: "300ms", meta.CfgHotCool: "600ms", meta.CfgHotMax: "2"}
-
-// TestHotReplicas: with one copy per file, a file read often through a
-// node without a copy gains a copy there (status and metrics count it,
-// and that node then answers the read itself); a node that does not read
-// it gains none; once the reads stop, the extra copy is dropped and the
-// file keeps its one configured copy (decision 0039).
+// TestHotReplicas: with one copy per file, a file read through two nodes
+// without a copy, about 10 and 6 times a second (each below the
+// threshold of 12, together above it), gains a copy on the busier one
+// (status and metrics count it, and that node then answers the read
+// itself), not on the other; once the reads stop, the extra copy is
+// dropped and the file keeps its one configured copy (decision 0039).
 func TestHotReplicas(t *testing.T) {
 	c := testcluster.Start(t, 3)
 	ctx := ctxT(t)
-	settings := map[string]string{meta.CfgReplication: "1", meta.CfgDurability: "local", meta.CfgResume: "immediate"}
-	for k, v := range hotSettings {
-		settings[k] = v
-	}
+	settings := map[string]string{meta.CfgReplication: "1", meta.CfgDurability: "local", meta.CfgResume: "immediate",
+		meta.CfgHotReads: "12", meta.CfgHotWindow: "1s", meta.CfgHotCool: "1s", meta.CfgHotMax: "2"}
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		if _, err := c.Client(0).SetConfig(ctx, k, settings[k]); err != nil {
 			t.Fatalf("config %s=%s: %v", k, settings[k], err)
@@ -53,24 +48,28 @@ func TestHotReplicas(t *testing.T) {
 	}
 	testcluster.WaitFor(t, 10*time.Second, path+" released, its one copy on "+owner, validEverywhere(owner))
 
-	// ~50 reads per second through node 1, which forwards them.
+	// Reads through nodes 1 and 2, which forward them, paced.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		cl := client.New([]string{c.HTTPAddr(1)}, client.WithToken(c.Token()), client.WithForwarding())
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
+	for i, every := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 166 * time.Millisecond} {
+		wg.Go(func() {
+			cl := client.New([]string{c.HTTPAddr(i)}, client.WithToken(c.Token()), client.WithForwarding())
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				if rd, err := cl.Get(rctx, path, nil); err == nil {
+					rd.Close()
+				}
+				cancel()
 			}
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if rd, err := cl.Get(rctx, path, nil); err == nil {
-				rd.Close()
-			}
-			cancel()
-		}
-	})
+		})
+	}
 	stopped := false
 	stopReads := func() {
 		if !stopped {
@@ -90,7 +89,7 @@ func TestHotReplicas(t *testing.T) {
 		t.Fatalf("a read through %s, which holds a hot copy: %d, want 200 from its own copy", reader, resp.StatusCode)
 	}
 	if h := c.Nodes[2].Status().Files; h.HotHeld != 0 || h.HotAdded != 0 {
-		t.Fatalf("node 2, which nobody read through, has hot copies: %+v", h)
+		t.Fatalf("node 2, the less busy reader, has hot copies: %+v", h)
 	}
 	testcluster.WaitFor(t, 5*time.Second, "mure_files_hot_replicas 1 on "+reader, func() bool {
 		return scrapeMetricOr(t, c.HTTPAddr(1), "mure_files_hot_replicas") == 1

@@ -65,9 +65,12 @@ type Cluster struct {
 	leader   leaderState
 	dispatch dispatchState
 
-	loadMu  sync.Mutex
-	load    *Load
-	leaving atomic.Bool // Leave was called: gossip nothing more
+	loadMu sync.Mutex
+	load   *Load
+	// hotReads is what this node gossips of its busiest files read
+	// elsewhere (hotreads.go), under loadMu.
+	hotReads string
+	leaving  atomic.Bool // Leave was called: gossip nothing more
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -239,7 +242,8 @@ func (c *Cluster) ClusterID() string {
 func (c *Cluster) PeerClient() *http.Client { return c.peers }
 
 func (c *Cluster) localMeta() nodeMeta {
-	return nodeMeta{Cluster: c.ClusterID(), HTTP: c.cfg.HTTPAddr, Load: c.localLoad(), Supports: c.supports, Zone: c.cfg.Zone}
+	return nodeMeta{Cluster: c.ClusterID(), HTTP: c.cfg.HTTPAddr, Load: c.localLoad(), Supports: c.supports, Zone: c.cfg.Zone,
+		Hot: c.localHotReads()}
 }
 
 func (c *Cluster) kick() {

@@ -28,6 +28,8 @@ type nodeMeta struct {
 	// Supports lists the namespaces and versions the node's state machine
 	// applies (meta.Supports' string form; absent from older binaries).
 	Supports string `json:"s,omitempty"`
+	// Hot is the node's busiest files it reads elsewhere (hotreads.go).
+	Hot string `json:"x,omitempty"`
 }
 
 // GossipState is a member's liveness as seen through gossip.

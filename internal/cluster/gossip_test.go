@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,6 +53,7 @@ func TestNodeMetaFits(t *testing.T) {
 		Load:     &l,
 		Zone:     strings.Repeat("z", MaxZoneLen),
 		Supports: meta.Supports{meta.NSCore: 999}.String() + "," + strings.Join(ns, ","),
+		Hot:      encodeHotReads(slices.Repeat([]HotRead{{Key: 0xffffffff, PerSecond: 9_999_999}}, MaxHotReads+2)),
 	}
 	b, err := json.Marshal(m)
 	if err != nil {

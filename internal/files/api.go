@@ -77,7 +77,16 @@ type OpenOptions struct {
 	Redirected int
 	// Explain, when set, receives the state the read was judged on.
 	Explain *Explanation
+	// Probe marks a first try that the face repeats (through net/http)
+	// unless it answers from the reader itself, as the client port's
+	// front does: the read is counted for hot files (hot.go) by the
+	// repeat, or by ReadAnswered.
+	Probe bool
 }
+
+// counted reports whether the read counts for hot files: once per
+// client request, where the client sent it.
+func (o OpenOptions) counted() bool { return !o.Probe && !o.sentHere() }
 
 // sentHere reports whether another node sent this read here, by a
 // redirect or by forwarding it.

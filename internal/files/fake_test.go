@@ -56,6 +56,8 @@ type fakeCluster struct {
 	// applied, then re-sent and applied again, as cluster.Apply retries,
 	// and the second result is returned.
 	lostAnswers bool
+	// hotReads is what each node gossips of its busiest files (under fmu).
+	hotReads map[string][]cluster.HotRead
 }
 
 func newFakeCluster(t *testing.T, ids ...string) *fakeCluster {
@@ -151,7 +153,20 @@ func (s *fakeSeat) AwaitReadLease(ctx context.Context) bool {
 func (s *fakeSeat) LeaseDeadline(string) (time.Time, bool)          { return time.Time{}, false }
 func (s *fakeSeat) WaitInvalidationReady(ctx context.Context) error { return nil }
 func (s *fakeSeat) LeasedExcept([]string) []string                  { return nil }
-func (s *fakeSeat) CatchUp(ctx context.Context) error               { return nil }
+func (s *fakeSeat) SetHotReads(hs []cluster.HotRead) {
+	s.c.fmu.Lock()
+	defer s.c.fmu.Unlock()
+	if s.c.hotReads == nil {
+		s.c.hotReads = map[string][]cluster.HotRead{}
+	}
+	s.c.hotReads[s.id] = hs
+}
+func (s *fakeSeat) HotReads(id string) []cluster.HotRead {
+	s.c.fmu.Lock()
+	defer s.c.fmu.Unlock()
+	return s.c.hotReads[id]
+}
+func (s *fakeSeat) CatchUp(ctx context.Context) error { return nil }
 func (s *fakeSeat) Apply(ctx context.Context, cmd meta.Command) (*meta.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err // as raft's proposal would fail

@@ -4,21 +4,26 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"hash/fnv"
+	"maps"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/meta"
 )
 
 // Hot files gain replicas (docs/decisions/0039-hot-replicas.md). Each
 // node counts, per window (hot.window), the reads of each file that it
 // sends to another node for want of a valid copy of its own, and the
-// local reads of the hot copies it holds. A file read there more than
-// hot.reads times per second becomes wanted: the replication worker
-// fetches it like a replica this node should hold (same fetchers, same
-// replication.rate throttle) and reports it with the usual Replica
+// local reads of the hot copies it holds, and gossips its busiest files.
+// A file read more than hot.reads times per second through the nodes
+// without a copy becomes wanted by the busiest of them: the replication
+// worker fetches it like a replica that node should hold (same fetchers,
+// same replication.rate throttle) and reports it with the usual Replica
 // command. A wanted file read less than half as often for hot.cool is
 // dropped with a conditional Drop (Keep: the replication count), after
 // this node stopped serving it locally.
@@ -134,6 +139,10 @@ func (h *hot) retire(path string, on bool) {
 	h.nretire.Store(int64(len(h.retiring)))
 }
 
+// ReadAnswered counts a read of path that a face answered from the local
+// reader of a Probe open (OpenOptions.Probe).
+func (s *Service) ReadAnswered(path string) { s.hot.read(path, true) }
+
 // HotStatus is what a node shows of its hot copies (files status).
 type HotStatus struct {
 	// Held: hot copies valid here now; Added and Dropped: since the start.
@@ -189,17 +198,24 @@ func (s *Service) hotLoop(ctx context.Context) {
 	}
 }
 
-// hotRound drops the wanted files that cooled and wants the hottest new
-// ones, within the budget.
+// hotRound gossips this node's busiest files read elsewhere, drops the
+// wanted files that cooled and wants the new ones it is the busiest
+// reader of, the most read first, within the budget.
 func (s *Service) hotRound(ctx context.Context, cfg meta.Config, counts map[string]int, window time.Duration) {
-	perSecond := func(p string) float64 { return float64(counts[p]) / window.Seconds() }
+	rates := make(map[string]float64, len(counts))
+	for p, n := range counts {
+		rates[p] = float64(n) / window.Seconds()
+	}
+	s.publishHot(rates)
+	d := s.hotDemand(rates)
+	off := cfg.Replicas == 0 || cfg.HotReads == 0 // or every node holds a copy anyway
 	s.hot.mu.Lock()
 	var cold []string
 	for p, c := range s.hot.wanted {
-		switch {
-		case cfg.Replicas == 0 || cfg.HotReads == 0:
-			cold = append(cold, p) // off, or every node holds a copy anyway
-		case perSecond(p) >= float64(cfg.HotReads)/2:
+		switch total, _ := d.of(p); {
+		case off:
+			cold = append(cold, p)
+		case total >= float64(cfg.HotReads)/2:
 			c.cold = 0
 		default:
 			if c.cold += window; c.cold >= cfg.HotCool {
@@ -216,16 +232,16 @@ func (s *Service) hotRound(ctx context.Context, cfg meta.Config, counts map[stri
 	for _, p := range cold {
 		s.dropHot(ctx, p, cfg.Replicas)
 	}
-	if cfg.Replicas == 0 || cfg.HotReads == 0 || budget <= 0 {
+	if off || budget <= 0 {
 		return
 	}
-	var hotter []string
-	for p := range counts {
-		if perSecond(p) > float64(cfg.HotReads) && !s.hot.wants(p) {
-			hotter = append(hotter, p)
+	totals := map[string]float64{}
+	for p := range rates {
+		if total, busiest := d.of(p); total > float64(cfg.HotReads) && busiest && !s.hot.wants(p) {
+			totals[p] = total
 		}
 	}
-	slices.SortFunc(hotter, func(a, b string) int { return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a, b)) })
+	hotter := slices.SortedFunc(maps.Keys(totals), func(a, b string) int { return cmp.Or(cmp.Compare(totals[b], totals[a]), cmp.Compare(a, b)) })
 	for _, p := range hotter {
 		if budget == 0 {
 			break
@@ -233,9 +249,80 @@ func (s *Service) hotRound(ctx context.Context, cfg meta.Config, counts map[stri
 		if s.mayWantHot(p, cfg.Replicas) {
 			s.hot.want(p)
 			budget--
-			s.log.Info("hot file: fetching a copy", "path", p, "reads_per_s", perSecond(p))
+			s.log.Info("hot file: fetching a copy", "path", p, "reads_per_s", rates[p], "through_nodes_without_a_copy", totals[p])
 		}
 	}
+}
+
+// hotKey is the key gossip carries for path (cluster.HotRead).
+func hotKey(path string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(path))
+	return h.Sum32() & (1<<cluster.HotKeyBits - 1)
+}
+
+// publishHot gossips the files this node read most often elsewhere (for
+// want of a valid copy) in the last window.
+func (s *Service) publishHot(rates map[string]float64) {
+	var top []string
+	for p, r := range rates {
+		if f := s.fsm.File(p); r > 0 && !(f.Exists() && f.IsValidOn(s.self)) {
+			top = append(top, p)
+		}
+	}
+	slices.SortFunc(top, func(a, b string) int { return cmp.Or(cmp.Compare(rates[b], rates[a]), cmp.Compare(a, b)) })
+	hs := make([]cluster.HotRead, 0, cluster.MaxHotReads)
+	for _, p := range top[:min(len(top), cluster.MaxHotReads)] {
+		hs = append(hs, cluster.HotRead{Key: hotKey(p), PerSecond: int(math.Round(rates[p]))})
+	}
+	s.cl.SetHotReads(hs)
+}
+
+// hotDemand is what a round knows of the reads of files: this node's
+// own rates and what the other active nodes seen alive gossip.
+type hotDemand struct {
+	s     *Service
+	rates map[string]float64
+	peers map[string][]cluster.HotRead
+}
+
+func (s *Service) hotDemand(rates map[string]float64) hotDemand {
+	d := hotDemand{s: s, rates: rates, peers: map[string][]cluster.HotRead{}}
+	var ids []string
+	s.fsm.Read(func(st *meta.State) { ids = st.ActiveNodes() })
+	for _, id := range ids {
+		if id != s.self && s.cl.Alive(id) {
+			if hs := s.cl.HotReads(id); len(hs) > 0 {
+				d.peers[id] = hs
+			}
+		}
+	}
+	return d
+}
+
+// of returns path's reads per second through this node and the nodes
+// without a valid copy of it, and whether this node is the busiest of
+// them (the most reads; the lower node ID among equals).
+func (d hotDemand) of(path string) (total float64, busiest bool) {
+	f := d.s.fsm.File(path)
+	mine := d.rates[path]
+	total, busiest = mine, true
+	key := hotKey(path)
+	for id, hs := range d.peers {
+		if f.Exists() && f.IsValidOn(id) {
+			continue // its reads are local there
+		}
+		for _, h := range hs {
+			if h.Key != key {
+				continue
+			}
+			total += float64(h.PerSecond)
+			if r := int(math.Round(mine)); h.PerSecond > r || h.PerSecond == r && id < d.s.self {
+				busiest = false
+			}
+		}
+	}
+	return total, busiest
 }
 
 // mayWantHot reports whether this node may take a hot copy of path: a

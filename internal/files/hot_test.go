@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mure-dev/mure/internal/cluster"
 	"github.com/mure-dev/mure/internal/meta"
 )
 
@@ -52,28 +53,52 @@ func TestHotRoundWants(t *testing.T) {
 		name   string
 		node   string
 		counts map[string]int
+		peers  map[string]int // what other nodes gossip of x, reads per second
 		cfg    meta.Config
 		want   []string
 	}{
-		{"above the threshold", "b", map[string]int{"x": 6}, hotCfg(4), []string{"x"}},
-		{"at the threshold: not hot", "b", map[string]int{"x": 5}, hotCfg(4), nil},
-		{"the budget takes the hottest", "b", map[string]int{"x": 10, "y": 30, "z": 20}, hotCfg(2), []string{"y", "z"}},
-		{"a valid copy here already", "a", map[string]int{"x": 50}, hotCfg(4), nil},
-		{"no such file", "b", map[string]int{"nope": 50}, hotCfg(4), nil},
-		{"replication all: off", "b", map[string]int{"x": 50}, meta.Config{HotReads: 5, HotWindow: time.Second, HotCool: time.Second, HotMax: 4}, nil},
-		{"hot.reads 0: off", "b", map[string]int{"x": 50}, meta.Config{Replicas: 1, HotWindow: time.Second, HotCool: time.Second, HotMax: 4}, nil},
+		{"the sum over nodes without a copy, at the busiest", "b", map[string]int{"x": 4}, map[string]int{"c": 3}, hotCfg(4), []string{"x"}},
+		{"a busier node elsewhere takes it", "b", map[string]int{"x": 4}, map[string]int{"c": 6}, hotCfg(4), nil},
+		{"as busy: the lower node ID takes it", "b", map[string]int{"x": 4}, map[string]int{"c": 4}, hotCfg(4), []string{"x"}},
+		{"as busy, higher node ID", "c", map[string]int{"x": 4}, map[string]int{"b": 4}, hotCfg(4), nil},
+		{"a holder's reads are not counted", "b", map[string]int{"x": 3}, map[string]int{"a": 6}, hotCfg(4), nil},
+		{"above the threshold", "b", map[string]int{"x": 6}, nil, hotCfg(4), []string{"x"}},
+		{"at the threshold: not hot", "b", map[string]int{"x": 5}, nil, hotCfg(4), nil},
+		{"the budget takes the hottest", "b", map[string]int{"x": 10, "y": 30, "z": 20}, nil, hotCfg(2), []string{"y", "z"}},
+		{"a valid copy here already", "a", map[string]int{"x": 50}, nil, hotCfg(4), nil},
+		{"no such file", "b", map[string]int{"nope": 50}, nil, hotCfg(4), nil},
+		{"replication all: off", "b", map[string]int{"x": 50}, nil, meta.Config{HotReads: 5, HotWindow: time.Second, HotCool: time.Second, HotMax: 4}, nil},
+		{"hot.reads 0: off", "b", map[string]int{"x": 50}, nil, meta.Config{Replicas: 1, HotWindow: time.Second, HotCool: time.Second, HotMax: 4}, nil},
 	}
 	c := hotCluster(t, "x", "y", "z")
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := c.svcs[tc.node]
 			s.hot = newHot()
+			c.hotReads = map[string][]cluster.HotRead{}
+			for id, r := range tc.peers {
+				c.hotReads[id] = []cluster.HotRead{{Key: hotKey("y"), PerSecond: 100}, {Key: hotKey("x"), PerSecond: r}}
+			}
 			s.hotRound(context.Background(), tc.cfg, tc.counts, time.Second)
 			if got := wanted(s); !slices.Equal(got, tc.want) {
 				t.Fatalf("wanted %v, want %v", got, tc.want)
 			}
 		})
 	}
+	t.Run("gossips its busiest files read elsewhere", func(t *testing.T) {
+		b := c.svcs["b"]
+		b.hot = newHot()
+		b.hotRound(context.Background(), hotCfg(4), map[string]int{"x": 10, "y": 30, "z": 20, "w": 5, "nope": 1}, 2*time.Second)
+		want := []cluster.HotRead{{Key: hotKey("y"), PerSecond: 15}, {Key: hotKey("z"), PerSecond: 10}, {Key: hotKey("x"), PerSecond: 5}}
+		if got := c.hotReads["b"]; !slices.Equal(got, want) {
+			t.Fatalf("gossiped %v, want %v", got, want)
+		}
+		a := c.svcs["a"] // holds them all: nothing to gossip
+		a.hotRound(context.Background(), hotCfg(4), map[string]int{"x": 10}, time.Second)
+		if got := c.hotReads["a"]; len(got) != 0 {
+			t.Fatalf("the holder gossiped %v", got)
+		}
+	})
 }
 
 // TestHotRoundCools: a wanted file whose copy is valid here is dropped

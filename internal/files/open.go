@@ -39,7 +39,9 @@ func (s *Service) Open(ctx context.Context, path string, o OpenOptions) (*Reader
 	f := j.f
 	if j.mayServe(s, o.Stale) && !s.hot.isRetiring(path) {
 		if rd := s.openLocal(f, o); rd != nil {
-			s.hot.read(path, true)
+			if o.counted() {
+				s.hot.read(path, true)
+			}
 			return rd, nil
 		}
 	}
@@ -68,7 +70,9 @@ func (s *Service) Open(ctx context.Context, path string, o OpenOptions) (*Reader
 		if target == "" {
 			return nil, unavailable(ErrUnavailable, nil, "no reachable node holds a valid copy of "+path+" right now")
 		}
-		s.hot.read(path, false)
+		if o.counted() {
+			s.hot.read(path, false)
+		}
 	}
 	if !o.mayForward() {
 		return nil, s.heldElsewhere(path, target)

@@ -32,6 +32,10 @@ type Cluster interface {
 	// latest load figures as gossip last told them (nil: none yet).
 	Zone() string
 	Locality(id string) (zone string, load *cluster.Load)
+	// SetHotReads gossips this node's busiest files read elsewhere;
+	// HotReads is what node id gossiped of its own (hot.go).
+	SetHotReads(hs []cluster.HotRead)
+	HotReads(id string) []cluster.HotRead
 	// RTT is this node's estimate of the round-trip time to node id
 	// (0: none measured yet).
 	RTT(id string) time.Duration

@@ -80,7 +80,7 @@ func (h *Handler) NewFront(ln net.Listener, o FrontOptions) *Front {
 	}
 	f := &Front{inner: ln, h: h, o: o, handoff: make(chan net.Conn), done: make(chan struct{}), conns: map[net.Conn]bool{}}
 	f.open = func(ctx context.Context, key string) (*files.Reader, error) {
-		return h.svc.Open(ctx, key, files.OpenOptions{})
+		return h.svc.Open(ctx, key, files.OpenOptions{Probe: true})
 	}
 	return f
 }
@@ -272,6 +272,9 @@ func (f *Front) judge(h frontHead) *files.Reader {
 			f.o.Slots.Release()
 		}
 		return nil // held elsewhere, missing, pending, no lease: net/http says so
+	}
+	if f.h.svc != nil {
+		f.h.svc.ReadAnswered(h.key)
 	}
 	return rd
 }
