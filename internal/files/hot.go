@@ -38,14 +38,19 @@ type hotCopy struct {
 }
 
 // hot is a node's bookkeeping of hot files; the hot loop owns the
-// decisions, Open counts reads and asks whether a copy is retiring.
+// decisions, Open counts reads and asks whether a copy is retiring. A
+// read takes no exclusive lock once its path is counted in the window:
+// every read of the node goes through here.
 type hot struct {
 	enabled atomic.Bool
-	nwanted atomic.Int64 // len(wanted), for Open's fast path
 	nretire atomic.Int64 // len(retiring)
+	// wantedSet is wanted's keys, replaced on change, for the reads.
+	wantedSet atomic.Pointer[map[string]bool]
+
+	cmu    sync.RWMutex
+	counts map[string]*atomic.Int64 // reads in this window
 
 	mu       sync.Mutex
-	counts   map[string]int      // reads in this window
 	wanted   map[string]*hotCopy // files this node keeps (or fetches) a hot copy of
 	fresh    []string            // wanted since the replication worker last looked
 	retiring map[string]bool     // files whose hot copy is being dropped: not served here
@@ -55,33 +60,44 @@ type hot struct {
 }
 
 func newHot() *hot {
-	return &hot{counts: map[string]int{}, wanted: map[string]*hotCopy{}, retiring: map[string]bool{}, redrop: map[string]bool{}}
+	return &hot{counts: map[string]*atomic.Int64{}, wanted: map[string]*hotCopy{}, retiring: map[string]bool{}, redrop: map[string]bool{}}
 }
 
 // read counts a read of path at this node: local says a local copy
 // served it (counted only for wanted files, whose cooling it measures).
 func (h *hot) read(path string, local bool) {
-	if !h.enabled.Load() || local && h.nwanted.Load() == 0 {
+	if !h.enabled.Load() || local && !h.wants(path) {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if local && h.wanted[path] == nil {
-		return
+	h.cmu.RLock()
+	c := h.counts[path]
+	h.cmu.RUnlock()
+	if c == nil {
+		h.cmu.Lock()
+		if c = h.counts[path]; c == nil && len(h.counts) < maxHotCounted {
+			c = new(atomic.Int64)
+			h.counts[path] = c
+		}
+		h.cmu.Unlock()
 	}
-	if _, ok := h.counts[path]; ok || len(h.counts) < maxHotCounted {
-		h.counts[path]++
+	if c != nil {
+		c.Add(1)
 	}
 }
 
 // wants reports whether this node wants a hot copy of path.
 func (h *hot) wants(path string) bool {
-	if h.nwanted.Load() == 0 {
-		return false
+	m := h.wantedSet.Load()
+	return m != nil && (*m)[path]
+}
+
+// publishWanted refreshes wantedSet; under mu.
+func (h *hot) publishWanted() {
+	m := make(map[string]bool, len(h.wanted))
+	for p := range h.wanted {
+		m[p] = true
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.wanted[path] != nil
+	h.wantedSet.Store(&m)
 }
 
 // isRetiring reports whether path's hot copy here is being dropped (Open
@@ -106,10 +122,14 @@ func (h *hot) takeFresh() []string {
 
 // swap returns this window's counts and starts the next window.
 func (h *hot) swap() map[string]int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := h.counts
-	h.counts = map[string]int{}
+	h.cmu.Lock()
+	counts := h.counts
+	h.counts = map[string]*atomic.Int64{}
+	h.cmu.Unlock()
+	out := make(map[string]int, len(counts))
+	for p, c := range counts {
+		out[p] = int(c.Load())
+	}
 	return out
 }
 
@@ -118,14 +138,14 @@ func (h *hot) want(path string) {
 	defer h.mu.Unlock()
 	h.wanted[path] = &hotCopy{}
 	h.fresh = append(h.fresh, path)
-	h.nwanted.Store(int64(len(h.wanted)))
+	h.publishWanted()
 }
 
 func (h *hot) forget(path string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.wanted, path)
-	h.nwanted.Store(int64(len(h.wanted)))
+	h.publishWanted()
 }
 
 func (h *hot) retire(path string, on bool) {

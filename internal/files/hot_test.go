@@ -147,3 +147,26 @@ func TestHotRoundCools(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkHotRead is the cost a read pays for the hot-file counts, from
+// every core at once: off (replication all), and on for a file counted
+// elsewhere (the path already in the window's map) and for a local read
+// of a file not wanted (one atomic load).
+func BenchmarkHotRead(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		enabled bool
+		local   bool
+	}{{"off", false, false}, {"counted", true, false}, {"local, not wanted", true, true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			h := newHot()
+			h.enabled.Store(tc.enabled)
+			h.read("photos/a.jpg", false)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					h.read("photos/a.jpg", tc.local)
+				}
+			})
+		})
+	}
+}
