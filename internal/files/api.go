@@ -77,10 +77,10 @@ type OpenOptions struct {
 	Redirected int
 	// Explain, when set, receives the state the read was judged on.
 	Explain *Explanation
-	// Probe marks a first try that the face repeats (through net/http)
-	// unless it answers from the reader itself, as the client port's
-	// front does: the read is counted for hot files (hot.go) by the
-	// repeat, or by ReadAnswered.
+	// Probe marks a first try that the face repeats (through net/http,
+	// or the main port) unless it answers from the reader itself, as the
+	// client port's front and the fast lane do: the read is counted for
+	// hot files (hot.go) by the repeat, or by ReadAnswered.
 	Probe bool
 }
 

@@ -100,12 +100,13 @@ func (l *FastLane) handle(ctx *fasthttp.RequestCtx) {
 		stale = string(v) == "1" || string(v) == "true"
 	}
 	// Open serves only what this node may serve itself (no forwarding):
-	// anything else, the main port sorts out.
-	rd, err := l.s.Open(ctx, p, files.OpenOptions{Stale: stale})
+	// anything else, the main port sorts out (and counts, hence Probe).
+	rd, err := l.s.Open(ctx, p, files.OpenOptions{Stale: stale, Probe: true})
 	if err != nil {
 		l.toMain(ctx)
 		return
 	}
+	l.s.ReadAnswered(p)
 	l.serve(ctx, rd, get)
 	if rd.Holding() {
 		rd.ReadBy(fastClientID(ctx))
