@@ -66,10 +66,8 @@ type Disk struct {
 const blkioRoot = cgroupRoot + "/blkio"
 
 // newDisk makes host name's disk: a sparse image of sizeMB in imageDir,
-// formatted ext4, attached to a loop device with direct I/O (so that the
-// host's page cache is its only cache and the device's throughput is what
-// reaches the image), throttled to lim and mounted on mount. On failure it
-// removes what it made.
+// formatted ext4, attached to a loop device (attachLoop), throttled to lim
+// and mounted on mount. On failure it removes what it made.
 func newDisk(ctx context.Context, imageDir, name, mount string, sizeMB int, lim DiskLimits, cg *Cgroup) (d *Disk, err error) {
 	d = &Disk{Image: filepath.Join(imageDir, name+".img"), Mount: mount}
 	if cg != nil && cg.V2 {
@@ -94,11 +92,15 @@ func newDisk(ctx context.Context, imageDir, name, mount string, sizeMB int, lim 
 	if _, err := run(ctx, "mkfs.ext4", "-q", "-F", "-b", "4096", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0", d.Image); err != nil {
 		return d, fmt.Errorf("the testbed's disks need mkfs.ext4 (Debian: e2fsprogs): %w", err)
 	}
-	out, err := run(ctx, "losetup", "--find", "--show", "--direct-io=on", "--sector-size", "4096", d.Image)
+	loop, err := attachLoop(d.Image)
 	if err != nil {
 		return d, err
 	}
-	d.Dev = strings.TrimSpace(out)
+	// held until the file system holds it: closing it first detaches it
+	// (autoclear), also when this fails half-way (and before d.remove
+	// waits for the device to go: deferred calls run last in, first out)
+	defer loop.Close()
+	d.Dev = loop.Name()
 	dev := filepath.Base(d.Dev)
 	if dio, _ := os.ReadFile("/sys/block/" + dev + "/loop/dio"); strings.TrimSpace(string(dio)) != "1" {
 		return d, fmt.Errorf("%s: the loop device has no direct I/O: put the images (--disk-dir %s) on a file system that supports O_DIRECT, not tmpfs", d.Dev, imageDir)
@@ -159,8 +161,8 @@ func (d *Disk) SetLimits(lim DiskLimits) error {
 	return nil
 }
 
-// remove unmounts the disk, lifts its limits, detaches the loop device and
-// deletes the image. It goes on past errors.
+// remove unmounts the disk, lifts its limits, waits until the loop device
+// is detached and deletes the image. It goes on past errors.
 func (d *Disk) remove(ctx context.Context) error {
 	var errs []error
 	if d.Mount != "" {
@@ -179,16 +181,6 @@ func (d *Disk) remove(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// detachLoop detaches loop device dev if it still holds image.
-func detachLoop(ctx context.Context, dev, image string) error {
-	back, _ := os.ReadFile("/sys/block/" + filepath.Base(dev) + "/loop/backing_file")
-	if b := strings.TrimSuffix(strings.TrimSpace(string(back)), " (deleted)"); b == "" || b != image {
-		return nil // detached already, or reused by someone else
-	}
-	_, err := run(ctx, "losetup", "--detach", dev)
-	return err
 }
 
 // unmount unmounts dir, retrying a few times while it is busy (the

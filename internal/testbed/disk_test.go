@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/mure-dev/mure/internal/cluster"
-	"github.com/mure-dev/mure/internal/testcluster"
 )
 
 // fioJob is one fio run inside a host: what it does and the limit it must
@@ -299,51 +297,4 @@ func get(ctx context.Context, h *Host, path string) ([]byte, error) {
 		return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
 	return io.ReadAll(resp.Body)
-}
-
-// TestTeardownSweepsCrashedRun loses a testbed's state file, as a crashed
-// run would, and checks that Teardown still finds and removes its running
-// node, disk (mount, loop device, throttle rules, image), links and
-// namespace by their prefix.
-func TestTeardownSweepsCrashedRun(t *testing.T) {
-	if err := Available(); err != nil {
-		t.Skipf("testbed unavailable here: %v", err)
-	}
-	const prefix = "mtbx-"
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cfg := Config{
-		Servers: 1, ServerCPU: 0.2, Binary: testcluster.BuildBinary(t), NodeArgs: []string{"--timing", "fast"},
-		Prefix: prefix, Subnet: "10.77.196.0/24", Dir: t.TempDir() + "/tb",
-		Disk: DiskLoop, DiskDir: diskDir(t), DiskMB: 64, DiskLimits: DiskLimits{WriteBPS: 10e6},
-	}
-	tb, err := Up(ctx, cfg)
-	if err != nil {
-		t.Fatalf("up: %v", err)
-	}
-	defer tb.Down(context.Background())
-	s1 := tb.Servers()[0]
-	if err := os.Remove(statePath(cfg.Dir)); err != nil {
-		t.Fatal(err)
-	}
-	left, err := Leftovers(ctx, prefix)
-	if err != nil || len(left.Loops) != 1 || len(left.Mounts) != 1 || len(left.Netns) != 1 || len(left.Cgroups) == 0 {
-		t.Fatalf("before the sweep: %v (%v); want the host's loop device, mount, namespace and cgroups", left, err)
-	}
-	if err := Teardown(ctx, cfg.Dir, prefix); err != nil {
-		t.Fatalf("teardown: %v", err)
-	}
-	if left, err := Leftovers(ctx, prefix); err != nil || !left.Empty() {
-		t.Errorf("after the sweep: %v (%v)", left, err)
-	}
-	if Running(s1.PID) {
-		t.Errorf("node process %d still runs", s1.PID)
-	}
-	if _, err := os.Stat(s1.Disk.Image); !os.IsNotExist(err) {
-		t.Errorf("disk image %s still exists (%v)", s1.Disk.Image, err)
-	}
-	rules, _ := os.ReadFile(blkioRoot + "/blkio.throttle.write_bps_device")
-	if strings.Contains(string(rules), s1.Disk.MajMin+" ") {
-		t.Errorf("blkio rule on %s left behind: %q", s1.Disk.MajMin, rules)
-	}
 }

@@ -22,8 +22,11 @@
 // The state of a testbed (hosts, addresses, PIDs, cgroups) is kept in
 // <dir>/state.json so that separate commands (up, exec, kill, down) find it.
 // Down removes what the state names; Teardown also sweeps everything with
-// the prefix, for leftovers of a crashed run.
+// the prefix, for leftovers of a crashed run, and so does Up before it
+// makes anything: a prefix belongs to one testbed at a time. A disk's loop
+// device detaches itself once its file system is unmounted (autoclear), and
+// Down waits until it has.
 //
-// Needs root, iproute2 (ip, tc), util-linux (nsenter, losetup), e2fsprogs
+// Needs root, iproute2 (ip, tc), util-linux (nsenter, mount), e2fsprogs
 // (mkfs.ext4) and cgroups (v1 or v2); loss needs iptables.
 package testbed

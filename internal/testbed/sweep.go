@@ -4,19 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/mure-dev/mure/internal/hostload"
 )
 
 // Teardown removes the testbed kept in dir, if any, and then everything on
-// the machine carrying prefix (cgroups and what runs in them, mounts, loop
-// devices and their images, links, namespaces): the leftovers of a crashed
-// run. Without the state file it cannot know the dirty page limits Up
-// replaced, and leaves them.
+// the machine that a testbed with prefix makes (sweep): the leftovers of
+// a crashed run. Without the state file it cannot know the dirty page
+// limits Up replaced, and leaves them.
 func Teardown(ctx context.Context, dir, prefix string) error {
 	if err := checkRoot(); err != nil {
 		return err
@@ -25,10 +23,18 @@ func Teardown(ctx context.Context, dir, prefix string) error {
 	if tb, err := Load(dir); err == nil {
 		errs = append(errs, tb.Down(ctx))
 	}
+	return errors.Join(append(errs, sweep(ctx, prefix))...)
+}
+
+// sweep removes what a testbed with prefix makes (Leftovers): cgroups and
+// what runs in them, mounts, loop devices and their images, links and
+// namespaces.
+func sweep(ctx context.Context, prefix string) error {
 	left, err := Leftovers(ctx, prefix)
 	if err != nil {
 		return err
 	}
+	var errs []error
 	// the cgroups first: removing one kills what still runs in it, which
 	// may hold a disk busy
 	for _, cg := range left.Cgroups {
@@ -52,6 +58,26 @@ func Teardown(ctx context.Context, dir, prefix string) error {
 	return errors.Join(errs...)
 }
 
+// ownName reports whether name is one a testbed with prefix gives: a host
+// (<prefix>s1, <prefix>c2, ...) followed by suffix, or, with bridges, its
+// bridges (<prefix>br, <prefix>hub). Other names that merely start with
+// the prefix (the sessions' cgroup mure-sessions, for the default prefix)
+// are not the testbed's.
+func ownName(prefix, name, suffix string, bridges bool) bool {
+	rest, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return false
+	}
+	if bridges && (rest == "br" || rest == "hub") {
+		return true
+	}
+	host, ok := strings.CutSuffix(rest, suffix)
+	if !ok || len(host) < 2 || host[0] != 's' && host[0] != 'c' {
+		return false
+	}
+	return strings.Trim(host[1:], "0123456789") == ""
+}
+
 // Left is what carries a testbed's prefix on the machine.
 type Left struct {
 	Netns, Links, Cgroups []string
@@ -73,8 +99,8 @@ func (l Left) String() string {
 	return fmt.Sprintf("namespaces %v, links %v, cgroups %v, loop devices %v, mounts %v", l.Netns, l.Links, l.Cgroups, l.Loops, l.Mounts)
 }
 
-// Leftovers lists the namespaces, links and cgroups whose names start with
-// prefix.
+// Leftovers lists what a testbed with prefix makes that is on the
+// machine: namespaces, links, cgroups, loop devices and mounts.
 func Leftovers(ctx context.Context, prefix string) (Left, error) {
 	var l Left
 	ns, err := netnsNames(ctx)
@@ -86,12 +112,12 @@ func Leftovers(ctx context.Context, prefix string) (Left, error) {
 		return l, err
 	}
 	for _, n := range ns {
-		if strings.HasPrefix(n, prefix) {
+		if ownName(prefix, n, "", false) {
 			l.Netns = append(l.Netns, n)
 		}
 	}
 	for _, n := range links {
-		if strings.HasPrefix(n, prefix) {
+		if ownName(prefix, n, "", true) || ownName(prefix, n, "h", false) {
 			l.Links = append(l.Links, n)
 		}
 	}
@@ -101,8 +127,8 @@ func Leftovers(ctx context.Context, prefix string) (Left, error) {
 	return l, nil
 }
 
-// loopsWithPrefix finds the loop devices whose backing file's name starts
-// with prefix (the testbed's disk images are <prefix><host>.img).
+// loopsWithPrefix finds the loop devices whose backing file is a disk
+// image of a testbed with prefix (<prefix><host>.img).
 func loopsWithPrefix(prefix string) []Loop {
 	devs, _ := filepath.Glob("/sys/block/loop*")
 	var out []Loop
@@ -112,7 +138,7 @@ func loopsWithPrefix(prefix string) []Loop {
 			continue // not attached
 		}
 		image := strings.TrimSuffix(strings.TrimSpace(string(back)), " (deleted)")
-		if name := filepath.Base(image); !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, ".img") {
+		if !ownName(prefix, filepath.Base(image), ".img", false) {
 			continue
 		}
 		mm, _ := os.ReadFile(filepath.Join(d, "dev"))
@@ -141,36 +167,36 @@ func mountsOf(prefix string, loops []Loop) []string {
 	return out
 }
 
-// cgroupsWithPrefix finds cgroup directories named prefix* under this
-// process's own cgroups (v1) or the root (v2).
+// cgroupsWithPrefix finds the cgroups of hosts of a testbed with prefix.
+// Up makes them under its own process's groups, which on v1 differ from
+// one process to another (a job runner may give each job a memory group
+// of its own), so a run that died left them under groups this process is
+// not in: it looks through the top levels of every hierarchy.
 func cgroupsWithPrefix(prefix string) []string {
-	var parents []string
-	if isV2() {
-		parents = []string{cgroupRoot}
-	} else if own, err := hostload.OwnCgroups(); err == nil {
-		seen := map[string]bool{}
+	roots := []string{cgroupRoot}
+	if !isV2() {
+		roots = nil
 		for _, ctrl := range []string{"cpu", "cpuacct", "memory"} {
-			mount, err := filepath.EvalSymlinks(filepath.Join(cgroupRoot, ctrl))
-			if err != nil {
-				continue
-			}
-			if d := filepath.Join(mount, own[ctrl]); !seen[d] {
-				seen[d] = true
-				parents = append(parents, d)
+			if mount, err := filepath.EvalSymlinks(filepath.Join(cgroupRoot, ctrl)); err == nil && !slices.Contains(roots, mount) {
+				roots = append(roots, mount)
 			}
 		}
 	}
+	const depth = 3 // <root>/process_api/<job>/<prefix>s1
 	var out []string
-	for _, p := range parents {
-		ents, err := os.ReadDir(p)
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
-				out = append(out, filepath.Join(p, e.Name()))
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil || !d.IsDir():
+				return nil
+			case ownName(prefix, d.Name(), "", false):
+				out = append(out, path)
+				return filepath.SkipDir
+			case strings.Count(strings.TrimPrefix(path, root), "/") >= depth:
+				return filepath.SkipDir
 			}
-		}
+			return nil
+		})
 	}
 	return out
 }

@@ -98,6 +98,12 @@ func TestTestbed(t *testing.T) {
 		t.Fatalf("up: %v", err)
 	}
 	defer tb.Down(context.Background())
+	for _, h := range tb.Servers() {
+		// the kernel detaches the device once its file system is unmounted
+		if ac, _ := os.ReadFile("/sys/block/" + filepath.Base(h.Disk.Dev) + "/loop/autoclear"); strings.TrimSpace(string(ac)) != "1" {
+			t.Errorf("%s's loop device %s has no autoclear flag (%q)", h.Name, h.Disk.Dev, ac)
+		}
+	}
 	var workers []bench.Worker
 	for _, h := range tb.Clients() {
 		workers = append(workers, tb.BenchWorker(h, cfg.Binary))
@@ -115,8 +121,8 @@ func TestTestbed(t *testing.T) {
 	g := rep.Groups[0]
 	// two 100 Mbit/s server links carry at most 25 MB/s (plus the bucket's burst)
 	if g.Errors != 0 || g.Requests == 0 || g.MBPerSec.Mean <= 0 || g.MBPerSec.Mean > 27 || g.Runs[0].Clients != 4 {
-		t.Fatalf("insane result: %d requests, %d errors, %.1f MB/s over 2×100 Mbit/s, %d clients",
-			g.Requests, g.Errors, g.MBPerSec.Mean, g.Runs[0].Clients)
+		t.Fatalf("insane result: %d requests, %d errors %v, %.1f MB/s over 2×100 Mbit/s, %d clients",
+			g.Requests, g.Errors, g.ErrorKinds, g.MBPerSec.Mean, g.Runs[0].Clients)
 	}
 	t.Logf("2 servers, 2 client hosts: %.1f MB/s, p99 %.1f ms", g.MBPerSec.Mean, g.Latency.P99)
 	for _, h := range tb.Servers() {

@@ -11,8 +11,11 @@ import (
 )
 
 // Up creates the testbed described by cfg and starts a mure node on every
-// server host, joined into one cluster. On failure, and when ctx is
-// cancelled, it removes whatever it had created.
+// server host, joined into one cluster. A prefix is one testbed's: Up first
+// removes what carries cfg.Prefix (Teardown's sweep), the leftovers of a
+// run that died before its Down (whose names and subnet would collide).
+// On failure, and when ctx is cancelled, it removes whatever it had
+// created.
 func Up(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	if err := checkRoot(); err != nil {
 		return nil, err
@@ -22,6 +25,9 @@ func Up(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	}
 	if _, err := os.Stat(statePath(cfg.Dir)); err == nil {
 		return nil, fmt.Errorf("a testbed is already up in %s: `mure testbed down` first", cfg.Dir)
+	}
+	if err := sweep(ctx, cfg.Prefix); err != nil {
+		return nil, fmt.Errorf("remove the leftovers of an earlier testbed %s*: %w", cfg.Prefix, err)
 	}
 	tb = &Testbed{Config: cfg, Bridge: cfg.Prefix + "br"}
 	if cfg.Hub {
