@@ -100,17 +100,19 @@ func (h *Handler) listParts(q *request, id string) {
 }
 
 type listUploadsResult struct {
-	XMLName        xml.Name      `xml:"ListMultipartUploadsResult"`
-	NS             string        `xml:"xmlns,attr"`
-	Bucket         string        `xml:"Bucket"`
-	KeyMarker      string        `xml:"KeyMarker"`
-	UploadIDMarker string        `xml:"UploadIdMarker"`
-	NextKey        string        `xml:"NextKeyMarker,omitempty"`
-	NextUploadID   string        `xml:"NextUploadIdMarker,omitempty"`
-	Prefix         string        `xml:"Prefix,omitempty"`
-	MaxUploads     int           `xml:"MaxUploads"`
-	IsTruncated    bool          `xml:"IsTruncated"`
-	Uploads        []uploadEntry `xml:"Upload"`
+	XMLName        xml.Name       `xml:"ListMultipartUploadsResult"`
+	NS             string         `xml:"xmlns,attr"`
+	Bucket         string         `xml:"Bucket"`
+	KeyMarker      string         `xml:"KeyMarker"`
+	UploadIDMarker string         `xml:"UploadIdMarker"`
+	NextKey        string         `xml:"NextKeyMarker,omitempty"`
+	NextUploadID   string         `xml:"NextUploadIdMarker,omitempty"`
+	Prefix         string         `xml:"Prefix,omitempty"`
+	Delimiter      string         `xml:"Delimiter,omitempty"`
+	MaxUploads     int            `xml:"MaxUploads"`
+	IsTruncated    bool           `xml:"IsTruncated"`
+	Uploads        []uploadEntry  `xml:"Upload"`
+	CommonPrefixes []commonPrefix `xml:"CommonPrefixes"`
 }
 
 type uploadEntry struct {
@@ -122,11 +124,14 @@ type uploadEntry struct {
 // listUploads lists a bucket's uploads in progress whose key has the
 // given prefix, in key order and, for one key, in upload ID order (S3
 // orders one key's uploads by initiation time; IDs here are random, the
-// order is stable and the markers exact). It pages with max-uploads
-// after key-marker (and, for that key, upload-id-marker). Uploads are
-// stored by ID, not key, so each page reads every upload's key: a
-// listing costs one read per upload in progress, which the sweep of
-// abandoned uploads keeps few.
+// order is stable and the markers exact). With a delimiter, the keys that
+// hold it after the prefix are rolled up, as in ListObjects, into common
+// prefixes, each one entry of the page in its place in key order. It
+// pages with max-uploads after key-marker (and, for that key,
+// upload-id-marker); a key-marker that is a common prefix skips what lies
+// under it. Uploads are stored by ID, not key, so each page reads every
+// upload's key: a listing costs one read per upload in progress, which the
+// sweep of abandoned uploads keeps few.
 func (h *Handler) listUploads(q *request) {
 	if err := q.allow(auth.Read, q.bucket+"/"); err != nil {
 		q.fail(err)
@@ -138,6 +143,7 @@ func (h *Handler) listUploads(q *request) {
 		q.fail(err)
 		return
 	}
+	prefix, delim := qs.Get("prefix"), qs.Get("delimiter")
 	keyMarker, idMarker := qs.Get("key-marker"), qs.Get("upload-id-marker")
 	if keyMarker == "" {
 		idMarker = "" // S3 ignores an upload-id-marker without a key-marker
@@ -149,25 +155,57 @@ func (h *Handler) listUploads(q *request) {
 	if !h.needBucket(q) {
 		return
 	}
-	ups, err := h.uploadsOf(q, qs.Get("prefix"))
+	ups, err := h.uploadsOf(q, prefix)
 	if err != nil {
 		q.fail(err)
 		return
 	}
+	markerIsPrefix := delim != "" && len(keyMarker) > len(prefix) && strings.HasPrefix(keyMarker, prefix) && strings.HasSuffix(keyMarker, delim)
 	from := sort.Search(len(ups), func(i int) bool {
 		u := ups[i]
 		return u.Key > keyMarker || (u.Key == keyMarker && idMarker != "" && u.UploadID > idMarker)
 	})
-	ups = ups[from:]
-	res := listUploadsResult{NS: s3NS, Bucket: q.bucket, KeyMarker: keyMarker, UploadIDMarker: idMarker, Prefix: qs.Get("prefix"), MaxUploads: limit}
-	if len(ups) > limit {
-		ups, res.IsTruncated = ups[:limit], true
+	for markerIsPrefix && from < len(ups) && strings.HasPrefix(ups[from].Key, keyMarker) {
+		from++
 	}
-	res.Uploads = ups
-	if res.IsTruncated && len(ups) > 0 {
-		res.NextKey, res.NextUploadID = ups[len(ups)-1].Key, ups[len(ups)-1].UploadID
+	res := listUploadsResult{NS: s3NS, Bucket: q.bucket, KeyMarker: keyMarker, UploadIDMarker: idMarker, Prefix: prefix, Delimiter: delim, MaxUploads: limit}
+	n, lastKey, lastID := 0, "", ""
+	for _, u := range ups[from:] {
+		cp := rollUp(u.Key, prefix, delim)
+		if cp != "" && cp == lastKey {
+			continue // one more upload under the common prefix just listed
+		}
+		if n == limit {
+			res.IsTruncated = true
+			break
+		}
+		n++
+		if cp != "" {
+			res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: cp})
+			lastKey, lastID = cp, ""
+			continue
+		}
+		res.Uploads = append(res.Uploads, u)
+		lastKey, lastID = u.Key, u.UploadID
+	}
+	if res.IsTruncated && n > 0 {
+		res.NextKey, res.NextUploadID = lastKey, lastID
 	}
 	writeXML(q, res)
+}
+
+// rollUp returns the common prefix key falls under in a listing with
+// prefix and delimiter (up to and including the first delimiter after
+// the prefix), or "" when it is listed itself.
+func rollUp(key, prefix, delim string) string {
+	if delim == "" {
+		return ""
+	}
+	i := strings.Index(key[len(prefix):], delim)
+	if i < 0 {
+		return ""
+	}
+	return key[:len(prefix)+i+len(delim)]
 }
 
 // uploadsOf reads every upload in progress of q's bucket whose key has

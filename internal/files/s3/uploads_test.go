@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sort"
 	"testing"
 	"time"
 
@@ -88,6 +89,8 @@ func TestS3UploadListingsPage(t *testing.T) {
 		}
 	})
 
+	t.Run("delimiter", func(t *testing.T) { uploadsByDelimiter(t, ctx, s) })
+
 	for _, size := range []int32{1, 3, 7, 1000} {
 		t.Run(fmt.Sprintf("parts by %d", size), func(t *testing.T) {
 			pg := s3.NewListPartsPaginator(s, &s3.ListPartsInput{Bucket: b, Key: aws.String("a"), UploadId: &partsOf, MaxParts: aws.Int32(size)})
@@ -143,5 +146,66 @@ func TestS3UploadListingsPage(t *testing.T) {
 				t.Fatalf("got %v, want InvalidArgument", err)
 			}
 		})
+	}
+}
+
+// uploadsByDelimiter lists the uploads of a bucket of folders with a
+// delimiter, as S3 does: the keys holding it after the prefix roll up
+// into common prefixes, each one entry of a page in key order, and a page
+// that ends on one continues after everything under it.
+func uploadsByDelimiter(t *testing.T, ctx context.Context, s *s3.Client) {
+	b := aws.String("photos") // holding uploads of a, b, c, c and a already
+	for _, k := range []string{"a/1", "a/2", "a-b", "b/x/1", "b/x/2", "b/y", "c", "a/1"} {
+		if _, err := s.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String("tree/" + k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// list pages the listing by size and returns its entries: the key of
+	// each upload, and the common prefixes.
+	list := func(prefix string, size int32) []string {
+		pg := s3.NewListMultipartUploadsPaginator(s, &s3.ListMultipartUploadsInput{Bucket: b, Delimiter: aws.String("/"), Prefix: aws.String(prefix), MaxUploads: aws.Int32(size)})
+		var got []string
+		for pages := 0; pg.HasMorePages(); pages++ {
+			if pages > 10 {
+				t.Fatal("the paginator does not stop")
+			}
+			out, err := pg.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(out.Uploads) + len(out.CommonPrefixes); n > int(size) || aws.ToString(out.Delimiter) != "/" {
+				t.Fatalf("page of %d entries (asked for %d), delimiter %q", n, size, aws.ToString(out.Delimiter))
+			}
+			var page []string
+			for _, u := range out.Uploads {
+				page = append(page, aws.ToString(u.Key))
+			}
+			for _, p := range out.CommonPrefixes {
+				page = append(page, aws.ToString(p.Prefix))
+			}
+			sort.Strings(page)
+			if len(page) > 0 && aws.ToBool(out.IsTruncated) && aws.ToString(out.NextKeyMarker) != page[len(page)-1] {
+				t.Fatalf("NextKeyMarker %q, want the page's last entry %q", aws.ToString(out.NextKeyMarker), page[len(page)-1])
+			}
+			got = append(got, page...)
+		}
+		return got
+	}
+	for _, tc := range []struct {
+		prefix string
+		want   string
+	}{
+		{"", "[a a b c c tree/]"},
+		{"tree/", "[tree/a-b tree/a/ tree/b/ tree/c]"},
+		{"tree/b/", "[tree/b/x/ tree/b/y]"},
+		{"tree/a", "[tree/a-b tree/a/]"},
+		{"tree/a/", "[tree/a/1 tree/a/1 tree/a/2]"},
+		{"zzz", "[]"},
+	} {
+		for _, size := range []int32{1, 2, 1000} {
+			if got := fmt.Sprint(list(tc.prefix, size)); got != tc.want {
+				t.Errorf("prefix %q by %d: %s, want %s", tc.prefix, size, got, tc.want)
+			}
+		}
 	}
 }
