@@ -1,8 +1,10 @@
 package admission
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,10 +153,45 @@ func (l *Limiter) exempt(path string) bool {
 // acquire takes a slot, waiting if need be. When it returns false the
 // request has been answered (or its client is gone) and must not run.
 func (l *Limiter) acquire(w http.ResponseWriter, r *http.Request) bool {
+	err := l.Acquire(r.Context())
+	if errors.Is(err, ErrOverloaded) {
+		l.reject(w)
+	}
+	return err == nil
+}
+
+// ErrOverloaded is the refusal of a request that found every slot taken
+// and the waiting room full, or whose wait ran out.
+var ErrOverloaded = errors.New(CodeOverloaded)
+
+// OverloadedError is the refusal Acquire returns: how loaded the node was
+// and when to retry. It wraps ErrOverloaded.
+type OverloadedError struct {
+	InFlight, Queued int
+	// RetryAfter is when to retry, in seconds (Config.RetryAfter).
+	RetryAfter int
+}
+
+func (e *OverloadedError) Error() string {
+	return fmt.Sprintf("this node is at capacity (%d requests in flight, %d waiting); retry after %d s or use another node", e.InFlight, e.Queued, e.RetryAfter)
+}
+
+func (e *OverloadedError) Unwrap() error { return ErrOverloaded }
+
+// RetryAfterSeconds is RetryAfter, for faces that read it through an
+// interface of their own.
+func (e *OverloadedError) RetryAfterSeconds() int { return e.RetryAfter }
+
+// Acquire takes a slot as Wrap does (waiting in the waiting room for at
+// most QueueTimeout), for a face that answers requests in its own format
+// (the S3 API's errors are XML). It returns nil with the slot taken (give
+// it back with Release), an *OverloadedError when the request is refused,
+// or ctx's error when the caller left while it waited.
+func (l *Limiter) Acquire(ctx context.Context) error {
 	select {
 	case l.slots <- struct{}{}:
 		l.m.wait.Observe(0)
-		return true
+		return nil
 	default:
 	}
 	// Take a place in the waiting room, if there is one.
@@ -162,8 +199,7 @@ func (l *Limiter) acquire(w http.ResponseWriter, r *http.Request) bool {
 		n := l.waiting.Load()
 		if n >= int64(l.cfg.MaxQueue) {
 			l.m.queueFull.Inc()
-			l.reject(w)
-			return false
+			return l.overloaded()
 		}
 		if l.waiting.CompareAndSwap(n, n+1) {
 			break
@@ -176,26 +212,32 @@ func (l *Limiter) acquire(w http.ResponseWriter, r *http.Request) bool {
 	} else {
 		t.Reset(l.cfg.QueueTimeout)
 	}
-	admitted, timedOut := false, false
+	var err error
 	select {
 	case l.slots <- struct{}{}:
-		admitted = true
 	case <-t.C:
-		timedOut = true
-	case <-r.Context().Done():
-		// The client is gone: nobody to answer.
+		err = errTimedOut
+	case <-ctx.Done():
+		err = ctx.Err() // the client is gone: nobody to answer
 	}
 	l.waiting.Add(-1)
 	t.Stop() // Go ≥ 1.23: no stale tick survives Stop, so the timer can be reused
 	l.timers.Put(t)
-	switch {
-	case admitted:
+	switch err {
+	case nil:
 		l.m.wait.Observe(time.Since(start).Seconds())
-	case timedOut:
+	case errTimedOut:
 		l.m.timeout.Inc()
-		l.reject(w)
+		return l.overloaded()
 	}
-	return admitted
+	return err
+}
+
+var errTimedOut = errors.New("timed out")
+
+func (l *Limiter) overloaded() error {
+	inFlight, queued := l.Stats()
+	return &OverloadedError{InFlight: inFlight, Queued: queued, RetryAfter: l.cfg.RetryAfter}
 }
 
 func (l *Limiter) release() { <-l.slots }
@@ -222,9 +264,5 @@ func (l *Limiter) TryAcquire() bool {
 func (l *Limiter) Release() { l.release() }
 
 func (l *Limiter) reject(w http.ResponseWriter) {
-	inFlight, queued := l.Stats()
-	secs := strconv.Itoa(l.cfg.RetryAfter)
-	api.Unavailable(w, l.cfg.RetryAfter, CodeOverloaded,
-		"this node is at capacity ("+strconv.Itoa(inFlight)+" requests in flight, "+strconv.Itoa(queued)+
-			" waiting); retry after "+secs+" s or use another node")
+	api.Unavailable(w, l.cfg.RetryAfter, CodeOverloaded, l.overloaded().Error())
 }

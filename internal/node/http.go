@@ -56,14 +56,16 @@ func (n *Node) clientHandlers() (client, ui http.Handler) {
 	n.admission = lim // the front's reads take its slots too
 	wlim := admission.New(admission.Config{MaxInFlight: cmp.Or(n.cfg.MaxWriteInFlight, DefaultMaxWriteInFlight),
 		MaxQueue: cmp.Or(n.cfg.MaxWriteQueue, DefaultMaxWriteQueue), Subsystem: "write_admission"}, n.reg)
+	n.writeAdmission = wlim // S3's requests take their slots too (s3Service)
 	instrument := n.instrumenter()
 	return instrument(n.s3First(n.guarded(lim.Wrap(writesThrough(wlim, n.route(mux)))))),
 		instrument(n.guarded(n.uiOnly(n.route(mux))))
 }
 
 // s3First hands the requests signed with SigV4 to the S3 API (--s3), which
-// checks their signature itself: S3 clients may then use the client port,
-// and so the front door (docs/access.md). Other requests go to next.
+// checks their signature itself and then takes the admission slots of the
+// client API (s3.Config.Admission): S3 clients may then use the client
+// port, and so the front door (docs/access.md). Other requests go to next.
 func (n *Node) s3First(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n.s3 != nil && s3.Signed(r) {

@@ -79,6 +79,10 @@ type Node struct {
 	monitor   *monitor.Service
 	mon       *monitorReader // what the monitor reads of this node
 
+	// writeAdmission is the admission control of the client API's writes
+	// (clientHandler); S3's writes take its slots too.
+	writeAdmission *admission.Limiter
+
 	// conns counts the client connections open on the main port (direct
 	// and handed over); gossiped as the node's load.
 	conns      atomic.Int64

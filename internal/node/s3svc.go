@@ -22,6 +22,8 @@ func (n *Node) s3Service() (*s3.Service, error) {
 		Listen:    n.withTLS,
 		UploadTTL: n.cfg.S3UploadTTL,
 		IsLeader:  func() bool { return n.cl != nil && n.cl.IsLeader() },
+		// the client API's limits (clientHandler makes them, after this)
+		Admission: func() (s3.Admission, s3.Admission) { return n.admission, n.writeAdmission },
 	})
 }
 

@@ -53,6 +53,7 @@ const (
 	CodeRequestTimeTooSkewed  = "RequestTimeTooSkewed"
 	CodeServiceUnavailable    = "ServiceUnavailable"
 	CodeSignatureDoesNotMatch = "SignatureDoesNotMatch"
+	CodeSlowDown              = "SlowDown"
 	CodeSHA256Mismatch        = "XAmzContentSHA256Mismatch"
 	CodeExpiredToken          = "AccessDenied" // an expired presigned URL: S3 answers AccessDenied
 )

@@ -35,6 +35,9 @@ type Handler struct {
 	verify    verifier
 	anonymous auth.Principal
 	log       *slog.Logger
+	// admission and writeAdmission bound the requests served at once
+	// (nil: no bound); see admit.
+	admission, writeAdmission Admission
 }
 
 // NewHandler returns the S3 face over fs, checking signatures with keys;
@@ -89,6 +92,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		q.who = h.anonymous
 	}
+	// after the signature's check: a request that fails it takes no slot
+	release, ok := h.admit(q)
+	if !ok {
+		return
+	}
+	defer release()
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	q.bucket, q.key, _ = strings.Cut(path, "/")
 	if q.bucket == "" {

@@ -35,6 +35,12 @@ type Config struct {
 	// IsLeader says whether this node sweeps abandoned uploads (one node
 	// does; nil: never).
 	IsLeader func() bool
+	// Admission returns the node's client API limiters, read at Start
+	// (the node makes them with its client API): every S3 request takes a
+	// slot of all, a write (PUT, POST, DELETE) one of writes too, as
+	// native requests do; a request refused is answered 503 SlowDown.
+	// Nil: no bound.
+	Admission func() (all, writes Admission)
 }
 
 // Service is the S3 API as a node service ("s3").
@@ -90,6 +96,9 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 	h := NewHandler(fs, s.cfg.Keys, anon, env.Logger)
 	if s.cfg.Open {
 		h.anonymous = auth.Principal{User: "anonymous", Via: auth.ViaAnonymous, Admin: true}
+	}
+	if s.cfg.Admission != nil {
+		h.admission, h.writeAdmission = s.cfg.Admission()
 	}
 	hs := service.ServeHTTP(ln, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, env.Logger)
 	s.mu.Lock()
