@@ -238,6 +238,12 @@ func untilAllConnect(t *testing.T, ctx context.Context, tb *Testbed, client *Hos
 // the cluster address (clients reach the nodes at cip:8080).
 func upSingle(t *testing.T, ctx context.Context, prefix, subnet string, clients int, path string) (*Testbed, string) {
 	t.Helper()
+	return upSingleWith(t, ctx, prefix, subnet, clients, path, nil)
+}
+
+// upSingleWith is upSingle with more configuration by change (nil: none).
+func upSingleWith(t *testing.T, ctx context.Context, prefix, subnet string, clients int, path string, change func(*Config)) (*Testbed, string) {
+	t.Helper()
 	if err := Available(); err != nil {
 		t.Skipf("testbed unavailable here: %v", err)
 	}
@@ -252,6 +258,9 @@ func upSingle(t *testing.T, ctx context.Context, prefix, subnet string, clients 
 	cip := (&Testbed{Config: cfg}).ClusterAddr()
 	cfg.NodeArgs = []string{"--timing", "fast", "--front", cip + ":8080", "--front-mode", "single-address",
 		"--front-vip", cip + "/24", "--front-iface", "eth1", "--front-policy", "round-robin", "--front-syn-path", path}
+	if change != nil {
+		change(&cfg)
+	}
 	tb, err := Up(ctx, cfg)
 	if err != nil {
 		t.Fatalf("up: %v", err)
@@ -400,6 +409,9 @@ func singleStatus(ctx context.Context, h *Host) (singleStats, error) {
 		} `json:"dispatch"`
 	}
 	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+h.HTTP()+"/status", nil)
+	if tok, err := os.ReadFile(filepath.Join(h.Data, "admin.token")); err == nil {
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok))) // Config.Auth: the node's own credential
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return singleStats{}, err
