@@ -34,6 +34,10 @@
 //
 //	instrument(api.RequireToken(token, open, lim.Wrap(route(mux))))
 //
+// A face that answers in its own format (the S3 API's XML errors) takes
+// a slot with Acquire, which returns an *OverloadedError instead of
+// answering, and gives it back with Release.
+//
 // Do not wrap the peer API with the same Limiter: a client request that
 // waits on a peer (replication, forwarding) while that peer's client
 // requests wait on this node would deadlock until QueueTimeout.
