@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,8 +58,13 @@ func TestS3Admission(t *testing.T) {
 				return code(err)
 			}
 
+			// the upload first, alone: had an S3 request held the one slot
+			// when it came, it would be refused, and net/http would wait
+			// for its body before answering
 			body, done := holdUpload(t, ctx, c)
-			testcluster.WaitFor(t, 10*time.Second, "the native upload to hold its slot", func() bool { return put(ports["--s3"]) == "SlowDown" })
+			testcluster.WaitFor(t, 20*time.Second, "the native upload to hold its slots", func() bool {
+				return writesInFlight(t, ctx, c) == 1
+			})
 			for name, s := range ports {
 				if got := get(s); got != tc.get {
 					t.Errorf("S3 read on %s while the slot is held: %q, want %q", name, got, tc.get)
@@ -84,6 +90,28 @@ func TestS3Admission(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writesInFlight reads the node's mure_write_admission_in_flight (a write
+// holds a slot of both limiters).
+func writesInFlight(t *testing.T, ctx context.Context, c *testcluster.Cluster) int {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.HTTPAddr(0)+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+c.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "mure_write_admission_in_flight "); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	t.Fatalf("no mure_write_admission_in_flight in /metrics")
+	return 0
 }
 
 // holdUpload starts a native upload whose body comes only when the
