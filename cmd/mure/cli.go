@@ -17,6 +17,7 @@ import (
 
 // clientFlags are the flags common to every client command.
 type clientFlags struct {
+	fs     *flag.FlagSet
 	nodes  string
 	token  string
 	data   string
@@ -35,12 +36,12 @@ func newFlagSet(name, synopsis, help string, stderr io.Writer) (*flag.FlagSet, *
 		fmt.Fprintf(stderr, "%s\n\n%s\n\nflags:\n", line, help)
 		fs.PrintDefaults()
 	}
-	cf := &clientFlags{stderr: stderr}
+	cf := &clientFlags{fs: fs, stderr: stderr}
 	node := os.Getenv("MURE_NODE")
 	if node == "" {
 		node = client.DefaultNode
 	}
-	fs.StringVar(&cf.nodes, "node", node, "comma-separated node `ADDR`s to talk to (env MURE_NODE)")
+	fs.StringVar(&cf.nodes, "node", node, "comma-separated node `ADDR`s to talk to (env MURE_NODE; default with --data: that node)")
 	secretVar(fs, &cf.token, "token", "MURE_TOKEN", "API bearer `TOKEN` (env MURE_TOKEN); without it, MURE_USER and MURE_PASSWORD, or --data")
 	fs.StringVar(&cf.data, "data", os.Getenv("MURE_DATA"), "a node's data `DIR` on this machine: use its admin credential (DIR/admin.token; env MURE_DATA)")
 	fs.StringVar(&cf.ca, "ca", os.Getenv("MURE_CA"), "trust this CA certificate `FILE` (mure ca init) for https:// nodes (env MURE_CA)")
@@ -77,7 +78,23 @@ func (cf *clientFlags) client(more ...client.Option) *client.Client {
 			opts = append(opts, client.WithCA(pool))
 		}
 	}
-	return client.New(strings.Split(cf.nodes, ","), opts...)
+	return client.New(strings.Split(cf.nodeList(), ","), opts...)
+}
+
+// nodeList is --node; without it (nor MURE_NODE), the node whose data
+// directory --data names, at the address it recorded there: a client on a
+// node's machine talks to that node, wherever it listens.
+func (cf *clientFlags) nodeList() string {
+	set := os.Getenv("MURE_NODE") != ""
+	if cf.fs != nil {
+		cf.fs.Visit(func(f *flag.Flag) { set = set || f.Name == "node" })
+	}
+	if !set && cf.data != "" {
+		if u := node.ReadClientURL(cf.data); u != "" {
+			return u
+		}
+	}
+	return cf.nodes
 }
 
 func (cf *clientFlags) credential() client.Option {

@@ -202,6 +202,9 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 			n.log.Warn("could not create this node's admin credential; it will be tried at the next start", "err", err)
 		}
 	}
+	if err := n.writeClientURL(); err != nil {
+		n.log.Warn("could not record the client API's address in the data directory (mure --data DIR will need --node)", "err", err)
+	}
 	n.log.Info("node started", "zone", cfg.Zone, "http", n.advertiseHTTP(), "fast", cfg.FastHTTPAddr, "peer", n.mux.Addr(), "cluster", id.ClusterID, "data", cfg.DataDir,
 		"services", n.serviceNames())
 	return n, nil
