@@ -122,14 +122,14 @@ func (s *Store) moveRecord(seg *segment, off int64, rec *record, buf []byte, old
 	switch {
 	case rec.kind == recBlob:
 		e, ok := s.indexGet(l, rec.path, rec.id)
-		if !ok || e.seg != seg || e.off != off {
+		if !ok || e.seg != seg || e.offset() != off {
 			return nil
 		}
 		to, toOff, pos, err := s.log.append(buf)
 		if err != nil {
 			return err
 		}
-		s.indexSet(l, rec.path, smallEntry{id: rec.id, seg: to, off: toOff, size: rec.size})
+		s.indexSet(l, rec.path, newEntry(rec.id, to, toOff, rec.size))
 		*last = pos
 	case rec.kind == recRemoval && !oldest:
 		if _, live := s.indexGet(l, rec.path, rec.id); live {

@@ -47,9 +47,13 @@ func validID(id string) bool {
 
 // loc is where a path's blobs live on disk.
 type loc struct {
-	stripe int    // lock stripe and cache generation index
-	dir    string // <dir>/blobs/<hh>/<H>
+	stripe int     // lock stripe and cache generation index
+	dir    string  // <dir>/blobs/<hh>/<H>
+	key    pathKey // the small blobs' index key
 }
+
+// pathKey is the first 16 bytes of the path's SHA-256.
+type pathKey [16]byte
 
 func (s *Store) locate(path string) loc {
 	sum := sha256.Sum256([]byte(path))
@@ -57,6 +61,7 @@ func (s *Store) locate(path string) loc {
 	return loc{
 		stripe: int(sum[0]),
 		dir:    filepath.Join(s.blobs, h[:2], h),
+		key:    pathKey(sum[:16]),
 	}
 }
 

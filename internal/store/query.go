@@ -109,7 +109,7 @@ func (s *Store) List(path string) ([]Info, error) {
 	mu := &s.stripes[l.stripe]
 	mu.RLock()
 	infos, err := s.listDir(l.dir)
-	for _, e := range s.small[l.stripe][path] {
+	for _, e := range s.small[l.stripe][l.key] {
 		if err != nil {
 			break
 		}
@@ -137,7 +137,7 @@ func (s *Store) IDs(path string) ([]string, error) {
 	l := s.locate(path)
 	mu := &s.stripes[l.stripe]
 	mu.RLock()
-	ids := s.smallIDs(l, path, nil)
+	ids := s.smallIDs(l, nil)
 	var ents []fs.DirEntry
 	var err error
 	if s.dirMay(l) {
@@ -201,16 +201,18 @@ func (s *Store) Walk(fn func(Info) error) error {
 }
 
 // eachSmall calls fn for every small blob, stripe by stripe, with no lock
-// held.
+// held. Blobs whose path cannot be read (corrupt headers) are skipped.
 func (s *Store) eachSmall(fn func(l loc, path, id string) error) error {
 	type blob struct{ path, id string }
 	var blobs []blob
 	for i := range s.small {
 		blobs = blobs[:0]
 		s.stripes[i].RLock()
-		for path, es := range s.small[i] {
+		for _, es := range s.small[i] {
 			for _, e := range es {
-				blobs = append(blobs, blob{path, e.id})
+				if path, err := s.pathOf(e); err == nil {
+					blobs = append(blobs, blob{path, e.id})
+				}
 			}
 		}
 		s.stripes[i].RUnlock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -309,4 +310,33 @@ func segFiles(t *testing.T, dir string) int {
 		t.Fatal(err)
 	}
 	return len(ents)
+}
+
+// BenchmarkSmallIndexMemory reports the heap a small blob's index entry
+// costs (B/blob), for paths like the catalogue benchmark's.
+func BenchmarkSmallIndexMemory(b *testing.B) {
+	const n = 100_000
+	for range b.N {
+		s, err := Open(b.TempDir(), Options{NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := range n {
+			w, err := s.Create(fmt.Sprintf("bucket/dir%03d/file-%07d.dat", i%1000, i), fmt.Sprintf("%024x", i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			w.Write([]byte{byte(i)})
+			if _, err := w.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/blob")
+		s.Close()
+	}
 }

@@ -59,7 +59,7 @@ func (s *Store) openSegments() error {
 		for _, es := range s.small[i] {
 			for _, e := range es {
 				nblobs++
-				nbytes += e.size
+				nbytes += e.bytes()
 			}
 		}
 	}
@@ -124,7 +124,7 @@ func (s *Store) applyRecord(rec *record, seg *segment, off int64) {
 	l := s.locate(rec.path)
 	switch rec.kind {
 	case recBlob:
-		s.indexSet(l, rec.path, smallEntry{id: rec.id, seg: seg, off: off, size: rec.size})
+		s.indexSet(l, rec.path, newEntry(rec.id, seg, off, rec.size))
 	case recRemoval:
 		s.indexDel(l, rec.path, rec.id)
 	}

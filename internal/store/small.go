@@ -14,21 +14,30 @@ import (
 // (decision 0037, segments.go); the index below says where. It is split
 // like the lock stripes, and s.small[i] is guarded by s.stripes[i].
 
-// smallEntry locates a small blob's record.
+// smallEntry locates a small blob's record (32 bytes: an index of a
+// million small blobs costs about 115 MB, BenchmarkSmallIndexMemory).
 type smallEntry struct {
 	id   string
 	seg  *segment
-	off  int64 // of the record in seg
-	size int64 // of the content
+	off  uint32 // of the record in seg (segments are at most segmentMax)
+	size uint32 // of the content
 }
+
+func newEntry(id string, seg *segment, off, size int64) smallEntry {
+	return smallEntry{id: id, seg: seg, off: uint32(off), size: uint32(size)}
+}
+
+func (e smallEntry) offset() int64 { return int64(e.off) }
+func (e smallEntry) bytes() int64  { return int64(e.size) }
 
 func recLen(path string, e smallEntry) int64 {
-	return recHeader + int64(len(path)+len(e.id)) + e.size
+	return recHeader + int64(len(path)+len(e.id)) + e.bytes()
 }
 
-// indexGet finds (path, id). Caller holds l's stripe lock.
+// indexGet finds (path, id). Caller holds l's stripe lock. The index is
+// keyed by the path's hash (l.key), not the path: the record names it.
 func (s *Store) indexGet(l loc, path, id string) (smallEntry, bool) {
-	for _, e := range s.small[l.stripe][path] {
+	for _, e := range s.small[l.stripe][l.key] {
 		if e.id == id {
 			return e, true
 		}
@@ -41,10 +50,10 @@ func (s *Store) indexGet(l loc, path, id string) (smallEntry, bool) {
 func (s *Store) indexSet(l loc, path string, e smallEntry) (old smallEntry, had bool) {
 	m := s.small[l.stripe]
 	if m == nil {
-		m = make(map[string][]smallEntry)
+		m = make(map[pathKey][]smallEntry)
 		s.small[l.stripe] = m
 	}
-	es := m[path]
+	es := m[l.key]
 	e.seg.live.Add(recLen(path, e))
 	for i := range es {
 		if es[i].id == e.id {
@@ -53,7 +62,7 @@ func (s *Store) indexSet(l loc, path string, e smallEntry) (old smallEntry, had 
 			return old, true
 		}
 	}
-	m[path] = append(es, e)
+	m[l.key] = append(es, e)
 	return smallEntry{}, false
 }
 
@@ -61,14 +70,14 @@ func (s *Store) indexSet(l loc, path string, e smallEntry) (old smallEntry, had 
 // writing.
 func (s *Store) indexDel(l loc, path, id string) (old smallEntry, had bool) {
 	m := s.small[l.stripe]
-	es := m[path]
+	es := m[l.key]
 	for i := range es {
 		if es[i].id == id {
 			old = es[i]
 			if len(es) == 1 {
-				delete(m, path)
+				delete(m, l.key)
 			} else {
-				m[path] = append(es[:i:i], es[i+1:]...)
+				m[l.key] = append(es[:i:i], es[i+1:]...)
 			}
 			s.deadened(old.seg, recLen(path, old))
 			return old, true
@@ -93,9 +102,9 @@ func (w *Writer) commitSmall(info Info) error {
 		mu.Unlock()
 		return err
 	}
-	old, had := s.indexSet(l, w.path, smallEntry{id: w.id, seg: seg, off: off, size: w.n})
+	old, had := s.indexSet(l, w.path, newEntry(w.id, seg, off, w.n))
 	if had {
-		s.nbytes.Add(w.n - old.size)
+		s.nbytes.Add(w.n - old.bytes())
 	} else {
 		s.nblobs.Add(1)
 		s.nbytes.Add(w.n)
@@ -124,7 +133,7 @@ func (w *Writer) commitSmall(info Info) error {
 // that it is path's blob e.id.
 func (s *Store) readSmall(path string, e smallEntry) (rec record, data []byte, err error) {
 	buf := make([]byte, recLen(path, e))
-	if _, err := e.seg.f.ReadAt(buf, e.off); err != nil {
+	if _, err := e.seg.f.ReadAt(buf, e.offset()); err != nil {
 		return rec, nil, err
 	}
 	rec, data, err = decodeRecord(buf)
@@ -135,6 +144,30 @@ func (s *Store) readSmall(path string, e smallEntry) (rec record, data []byte, e
 		return rec, buf, fmt.Errorf("%w: %s at %d: %w", ErrChecksum, e.seg.name, e.off, err)
 	}
 	return rec, data, nil
+}
+
+// pathOf reads the path named by e's record header (the index does not
+// keep paths). Caller holds the stripe lock.
+func (s *Store) pathOf(e smallEntry) (string, error) {
+	h := make([]byte, recHeader+256)
+	n, err := e.seg.f.ReadAt(h, e.offset())
+	if n < recHeader {
+		return "", fmt.Errorf("%s at %d: %w", e.seg.name, e.off, err)
+	}
+	rec, pathLen, idLen, err := decodeHeader(h[:recHeader])
+	if err != nil {
+		return "", err
+	}
+	if need := recHeader + pathLen + idLen; need > n {
+		h = make([]byte, need)
+		if _, err := e.seg.f.ReadAt(h, e.offset()); err != nil {
+			return "", err
+		}
+	}
+	if err := checkNames(&rec, h[:recHeader], h[recHeader:recHeader+pathLen+idLen], idLen); err != nil {
+		return "", err
+	}
+	return rec.path, nil
 }
 
 // readLocked reads (path, id) under its stripe's read lock. ok is false
@@ -206,7 +239,7 @@ func (s *Store) smallFailed(l loc, path string, e smallEntry, bad []byte) {
 func (s *Store) removeSmallLocked(l loc, path string, doomed func(id string) bool) (pos int64, err error) {
 	var b []byte
 	var gone []smallEntry
-	for _, e := range s.small[l.stripe][path] {
+	for _, e := range s.small[l.stripe][l.key] {
 		if doomed(e.id) {
 			b = appendRecord(b, &record{kind: recRemoval, path: path, id: e.id, ref: e.seg.seq, mtime: time.Now().UnixNano()}, nil)
 			gone = append(gone, e)
@@ -221,7 +254,7 @@ func (s *Store) removeSmallLocked(l loc, path string, doomed func(id string) boo
 	for _, e := range gone {
 		s.indexDel(l, path, e.id)
 		s.nblobs.Add(-1)
-		s.nbytes.Add(-e.size)
+		s.nbytes.Add(-e.bytes())
 		s.cache.invalidate(cacheKey{path, e.id}, l.stripe)
 	}
 	return pos, nil
@@ -229,8 +262,8 @@ func (s *Store) removeSmallLocked(l loc, path string, doomed func(id string) boo
 
 // smallIDs appends the ids of path's small blobs. Caller holds l's
 // stripe lock.
-func (s *Store) smallIDs(l loc, path string, ids []string) []string {
-	for _, e := range s.small[l.stripe][path] {
+func (s *Store) smallIDs(l loc, ids []string) []string {
+	for _, e := range s.small[l.stripe][l.key] {
 		ids = append(ids, e.id)
 	}
 	return ids
@@ -250,7 +283,7 @@ func (s *Store) Where(path, id string) (name string, off, size int64, err error)
 	e, ok := s.indexGet(l, path, id)
 	mu.RUnlock()
 	if ok {
-		return e.seg.name, e.off + recHeader + int64(len(path)+len(id)), e.size, nil
+		return e.seg.name, e.offset() + recHeader + int64(len(path)+len(id)), e.bytes(), nil
 	}
 	fi, err := s.fs.Lstat(l.data(id))
 	if err != nil {

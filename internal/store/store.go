@@ -69,7 +69,7 @@ type Store struct {
 	smallMax    int64
 	dirs        [numStripes]map[string]struct{} // layout.go
 	log         *segLog
-	small       [numStripes]map[string][]smallEntry
+	small       [numStripes]map[pathKey][]smallEntry
 	compacting  atomic.Bool
 	compactCh   chan *segment
 	compactStop chan struct{}
