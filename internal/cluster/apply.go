@@ -81,11 +81,7 @@ func (c *Cluster) applyOnce(ctx context.Context, p proposal) (*meta.Result, erro
 	if addr == "" {
 		return nil, ErrNoLeader
 	}
-	var res meta.Result
-	if err := c.peerCall(ctx, addr, p.peerPath(), p.body(), &res); err != nil {
-		return nil, err
-	}
-	return res.Unwire(), nil
+	return c.fwd.forward(ctx, addr, p)
 }
 
 // proposeLocal runs on the leader.

@@ -44,6 +44,7 @@ type Cluster struct {
 	store *raftstore.Store
 	trans *raft.NetworkTransport
 	peers *http.Client
+	fwd   forwarder // a follower's proposals to the leader, batched (fwdbatch.go)
 
 	gossip *gossip
 
@@ -95,6 +96,7 @@ func Open(ctx context.Context, cfg Config) (*Cluster, error) {
 		notifyCh:  make(chan bool, 16),
 	}
 	c.leader.table = map[string]time.Time{}
+	c.fwd.c = c
 	c.supports = c.fsm.Supports().String()
 	hasState, err := c.startRaft()
 	if err != nil {

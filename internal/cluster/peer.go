@@ -16,6 +16,7 @@ import (
 func (c *Cluster) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /peer/cluster/apply", c.handleApply)
+	mux.HandleFunc("POST /peer/cluster/apply-batch", c.handleApplyBatch)
 	mux.HandleFunc("POST /peer/cluster/op", c.handleOp)
 	mux.HandleFunc("POST /peer/cluster/lease", c.handleLease)
 	mux.HandleFunc("POST /peer/cluster/readindex", c.handleReadIndex)
@@ -87,17 +88,24 @@ func (c *Cluster) handleReadIndex(w http.ResponseWriter, r *http.Request) {
 }
 
 func writePeerErr(w http.ResponseWriter, err error) {
+	status, code := peerErrStatus(err)
+	peerError(w, status, code, err.Error())
+}
+
+// peerErrStatus is how a refusal is told to a peer (PeerError.Unwrap reads
+// the code back).
+func peerErrStatus(err error) (int, string) {
 	switch {
 	case errors.Is(err, ErrNotLeaseReady):
-		peerError(w, http.StatusServiceUnavailable, "not_ready", err.Error())
+		return http.StatusServiceUnavailable, "not_ready"
 	case errors.Is(err, ErrNoLeader), errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
-		peerError(w, http.StatusServiceUnavailable, "no_leader", err.Error())
+		return http.StatusServiceUnavailable, "no_leader"
 	case errors.Is(err, meta.ErrUnsupported):
-		peerError(w, http.StatusConflict, "unsupported", err.Error())
+		return http.StatusConflict, "unsupported"
 	case errors.Is(err, ErrRefused):
-		peerError(w, http.StatusConflict, "refused", err.Error())
+		return http.StatusConflict, "refused"
 	default:
-		peerError(w, http.StatusInternalServerError, "internal", err.Error())
+		return http.StatusInternalServerError, "internal"
 	}
 }
 
