@@ -15,6 +15,7 @@
 #             7948; the default); UI=http: its client port, as before
 #             decision 0044
 #   NODE_ARGS more flags of the node (e.g. --max-inflight 16)
+#   NODE_ENV  environment of the node (e.g. GOGC=400), through testbed up
 #   MURE_BIN  a binary to run instead of building this tree (to compare
 #             two versions in one go; an older one needs UI=http)
 set -euo pipefail
@@ -41,7 +42,7 @@ port) probe=10.77.0.11:7948 nodeargs="--ui-addr $probe" ;;
 http) probe=$node nodeargs= ;;
 *) echo "UI is port or http (got $ui)" >&2; exit 2 ;;
 esac
-"$bin" testbed up --servers 1 --clients 2 --server-cpu 0.2 --client-cpu 0.6 \
+env ${NODE_ENV:-} "$bin" testbed up --servers 1 --clients 2 --server-cpu 0.2 --client-cpu 0.6 \
   --server-link 100mbit --client-link 100mbit --disk tmpfs --data-size 2000 --node-args "$nodeargs ${NODE_ARGS:-}" >"$work/up.log"
 tx() { "$bin" testbed exec "$@"; }
 bench() { # json flags...
@@ -61,7 +62,7 @@ rate=$(awk -v s="$sust" 'BEGIN {printf "%d", 2 * s}')
 n=$((secs * 5))
 tx c2 -- sh -c "for i in \$(seq $n); do
   for p in /ui/api/view /history /metrics; do
-    curl -s -o /dev/null -w \"\$p %{http_code} %{time_total}\n\" --max-time 5 http://$probe\$p || echo \"\$p 000 5\"
+    curl -s -o /dev/null -w \"\$p %{http_code} %{time_total} %{time_connect}\n\" --max-time 5 http://$probe\$p || echo \"\$p 000 5 5\"
   done
   sleep 0.2
 done" >"$work/probes" &
@@ -72,15 +73,16 @@ wait $prober
 quantile() { # Q: the Q-th percentile (ms) of the numbers on stdin
   sort -n | awk -v q="$1" '{a[NR] = $1 * 1000} END {if (!NR) {print "-"; exit} i = int(NR * q / 100 + 0.999); if (i > NR) i = NR; printf "%.1f", a[i]}'
 }
-echo "probes on $ui ($probe), node flags: ${nodeargs:-none} ${NODE_ARGS:-}; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "probes on $ui ($probe), node flags: ${nodeargs:-none} ${NODE_ARGS:-} ${NODE_ENV:-}; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'reads: sustainable %.0f/s, offered %.0f/s, admitted %.0f/s, admitted p99 %.1f ms, 503s %s\n' \
   "$sust" "$(field "$work/open.json" rate)" "$(field "$work/open.json" ops_per_s)" \
   "$(field "$work/open.json" latency.p99_ms)" "$(field "$work/open.json" 'error_kinds.http_503')"
 for p in /ui/api/view /history /metrics; do
   ok=$(awk -v p="$p" '$1 == p && $2 == 200' "$work/probes" | wc -l)
   all=$(awk -v p="$p" '$1 == p' "$work/probes" | wc -l)
-  printf '%-14s %d/%d answered 200   p50 %s ms   p99 %s ms   max %s ms\n' "$p" "$ok" "$all" \
+  printf '%-14s %d/%d answered 200   p50 %s ms   p99 %s ms   max %s ms   (connected: p99 %s ms)\n' "$p" "$ok" "$all" \
     "$(awk -v p="$p" '$1 == p {print $3}' "$work/probes" | quantile 50)" \
     "$(awk -v p="$p" '$1 == p {print $3}' "$work/probes" | quantile 99)" \
-    "$(awk -v p="$p" '$1 == p {print $3}' "$work/probes" | quantile 100)"
+    "$(awk -v p="$p" '$1 == p {print $3}' "$work/probes" | quantile 100)" \
+    "$(awk -v p="$p" '$1 == p {print $4}' "$work/probes" | quantile 99)"
 done
