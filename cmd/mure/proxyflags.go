@@ -18,6 +18,7 @@ func proxyFlags(fs *flag.FlagSet) func() *proxy.Config {
 	mem, disk, maxObj := sizeFlag(64<<20), sizeFlag(1<<30), sizeFlag(16<<20)
 	heuristic, bypass := true, true
 	fs.StringVar(&cfg.Addr, "proxy", "", "serve a caching reverse proxy (RFC 9111) at `ADDR` (host:port) for the --proxy-origin sites (default: off; docs/cache.md)")
+	fs.StringVar(&cfg.FastAddr, "proxy-fast", "", "also serve the proxy at `ADDR` on fasthttp: plain hits in one system call, everything else as on --proxy (default: off; docs/cache.md)")
 	fs.Var(&origins, "proxy-origin", "a site the proxy serves: `URL` (requests addressed to the proxy itself), HOST=URL, /PREFIX/=URL or HOST/PREFIX/=URL (repeatable; other Hosts are refused)")
 	fs.Var(&mem, "proxy-memory", "bytes of objects the proxy keeps in memory (e.g. 256MiB)")
 	fs.Var(&disk, "proxy-disk", "bytes of objects the proxy keeps on disk in DATA/cache (e.g. 10GiB)")

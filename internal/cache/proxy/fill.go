@@ -133,8 +133,8 @@ func (h *Handler) streamFill(w http.ResponseWriter, r *http.Request, key string,
 			}
 			m, werr := w.Write(buf[:n])
 			sent += int64(m)
-			if werr == nil && flusher != nil {
-				flusher.Flush() // what arrived goes out now, not when 4 KiB have
+			if werr == nil && flusher != nil && (tooBig || int64(len(body)) != x.resp.ContentLength) {
+				flusher.Flush() // more to come: what arrived goes out now, not when 4 KiB have
 			}
 			if werr != nil {
 				return stored // the client is gone
@@ -185,11 +185,22 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, x *exchange, he
 	if r.Method == http.MethodHead {
 		return
 	}
+	if n := x.resp.ContentLength; n < 0 || n > 1<<20 {
+		flush(w) // a large body goes out as it comes, on the fast lane too
+	}
 	n, _ := w.Write(head)
 	m, err := io.Copy(w, x.resp.Body)
 	h.metrics.served("origin", int64(n)+m)
 	if err != nil {
 		panic(http.ErrAbortHandler)
+	}
+}
+
+// flush sends what was written so far. On the fast lane it also turns
+// fasthttpadaptor's buffering into streaming.
+func flush(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
 	}
 }
 

@@ -25,6 +25,10 @@ type Config struct {
 	Addr string
 	// Origins are the sites served; a request matching none is refused.
 	Origins []Origin
+	// FastAddr, when set, is a second listener of the proxy on fasthttp
+	// (--proxy-fast): plain hits are written in one system call; every
+	// other request is answered as on Addr.
+	FastAddr string
 	// Dir is the disk tier's directory ("" : memory only); the node gives
 	// DATA/cache.
 	Dir string
@@ -69,6 +73,8 @@ type Service struct {
 	mu     sync.Mutex
 	h      *Handler
 	http   *service.HTTPServer
+	fast   *fastLane
+	fastLn net.Listener
 	tiers  *tier.Tiers
 	probe  *prober
 	stop   context.CancelFunc
@@ -78,6 +84,7 @@ type Service struct {
 // Status is the service's part of /status.
 type Status struct {
 	Addr    string       `json:"addr"`
+	Fast    string       `json:"fast,omitempty"`
 	Origins []string     `json:"origins"`
 	Tiers   tier.Stats   `json:"tiers"`
 	Probe   *ProbeStatus `json:"probe,omitempty"`
@@ -88,6 +95,11 @@ type Status struct {
 func NewService(cfg Config) (*Service, error) {
 	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
 		return nil, fmt.Errorf("proxy: --proxy %q: %w", cfg.Addr, err)
+	}
+	if cfg.FastAddr != "" {
+		if _, _, err := net.SplitHostPort(cfg.FastAddr); err != nil {
+			return nil, fmt.Errorf("proxy: --proxy-fast %q: %w", cfg.FastAddr, err)
+		}
 	}
 	rt, err := newRouter(cfg.Origins)
 	if err != nil {
@@ -177,9 +189,20 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 		env.Routes.HandleFunc("POST "+purgeRoute, h.ServePurge)
 	}
 	h.followPurges(250 * time.Millisecond)
+	var fast *fastLane
+	var fastLn net.Listener
+	if s.cfg.FastAddr != "" {
+		if fastLn, err = service.Listen("--proxy-fast", s.cfg.FastAddr, s.cfg.Listen); err != nil {
+			ln.Close()
+			tiers.Close()
+			return err
+		}
+		fast = newFastLane(h)
+		fast.start(fastLn, env.Logger)
+	}
 	hs := service.ServeHTTP(ln, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}, env.Logger)
 	s.mu.Lock()
-	s.h, s.http, s.tiers = h, hs, tiers
+	s.h, s.http, s.tiers, s.fast, s.fastLn = h, hs, tiers, fast, fastLn
 	s.mu.Unlock()
 	if s.cfg.Probe.URL != "" {
 		p, err := h.newProber(s.cfg.Probe, hs.Addr(), s.cfg.TLS)
@@ -205,7 +228,7 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 // ctx) and for background revalidations, and closes the tiers.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	hs, h, tiers, stopProbe, probed := s.http, s.h, s.tiers, s.stop, s.probed
+	hs, h, tiers, stopProbe, probed, fast := s.http, s.h, s.tiers, s.stop, s.probed, s.fast
 	s.mu.Unlock()
 	if hs == nil {
 		return nil
@@ -215,6 +238,9 @@ func (s *Service) Stop(ctx context.Context) error {
 		<-probed
 	}
 	err := hs.Shutdown(ctx)
+	if fast != nil {
+		err = errors.Join(err, fast.shutdown(ctx))
+	}
 	h.Close()
 	tiers.Close()
 	return err
@@ -234,6 +260,9 @@ func (s *Service) Status() any {
 	st := Status{}
 	if s.http != nil {
 		st.Addr = s.http.Addr()
+	}
+	if s.fastLn != nil {
+		st.Fast = s.fastLn.Addr().String()
 	}
 	for _, o := range s.cfg.Origins {
 		st.Origins = append(st.Origins, o.String())

@@ -158,6 +158,9 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, owner Peer) erro
 	if r.Method == http.MethodHead {
 		return nil
 	}
+	if n := resp.ContentLength; n < 0 || n > 1<<20 {
+		flush(w)
+	}
 	n, err := io.Copy(w, newIdleBody(resp.Body, h.limits.BodyTimeout, cancel))
 	h.metrics.served("peer", n)
 	if err != nil {

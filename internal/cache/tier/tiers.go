@@ -291,23 +291,31 @@ func (t *Tiers) Put(o *Object) error {
 		}
 	}
 	old := t.byID[o.ID()]
+	oldFile := old != nil && old.diskSize > 0
 	e := t.addLocked(&o.Meta) // drops old from the index, not its file
-	if t.disk != nil {
-		switch {
-		case !t.gate.busy() && t.writer.push(job{e: e, o: o}):
-			e.writing = true // its file replaces old's
-		case old != nil && old.diskSize > 0:
-			t.skipped.Add(1)
-			t.disk.remove(e.id) // old's file would come back at a restart
-		default:
-			t.skipped.Add(1)
-		}
-	}
 	t.mu.Unlock()
 	for _, id := range dropped {
 		t.mem.Invalidate(id)
 	}
+	// In memory first: the writer, finding its write failed, keeps the
+	// object only if memory holds it.
 	t.mem.Set(e.id, o)
+	if t.disk == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.byID[e.id] != e:
+		// Replaced, removed or evicted already: nothing to write.
+	case !t.gate.busy() && t.writer.push(job{e: e, o: o}):
+		e.writing = true // its file replaces old's
+	case oldFile:
+		t.skipped.Add(1)
+		t.disk.remove(e.id) // old's file would come back at a restart
+	default:
+		t.skipped.Add(1)
+	}
 	return nil
 }
 
