@@ -3,6 +3,8 @@ package files
 import (
 	"errors"
 	"testing"
+
+	"github.com/mure-dev/mure/internal/meta"
 )
 
 // TestReadSentHereWithoutLease: two nodes hold valid copies and neither
@@ -61,6 +63,58 @@ func TestReadSentHereWithoutLease(t *testing.T) {
 			}
 			if sent := tc.o.Redirected > 0 || tc.o.Hops > 0; sent && !tc.o.Stale && c.awaited[here] == 0 {
 				t.Fatalf("%s did not wait for its lease", here)
+			}
+		})
+	}
+}
+
+// TestReadSentHereWhileFenced: a node fenced on a path (told of a write
+// it has not applied yet) sends a client's read to the fence's hint; a
+// read sent here by another node is not sent on (two nodes fenced on
+// each other's writes would bounce it until the hop limit) but waits,
+// bounded, to apply the fence's index: served here once applied, else
+// ErrPending (503).
+func TestReadSentHereWhileFenced(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		o     OpenOptions
+		apply bool   // the fenced index is applied while the read waits
+		want  string // "served", "pending" or "sent to hint"
+	}{
+		{"from a client: sent to the hint", OpenOptions{}, false, "sent to hint"},
+		{"redirected here: waits, then pending", OpenOptions{Redirected: 1}, false, "pending"},
+		{"redirected here: served once applied", OpenOptions{Redirected: 1}, true, "served"},
+		{"forwarded here: waits, then pending", OpenOptions{Forwarding: Forwarding{Forward: true, Hops: 1}}, false, "pending"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster(t, "a", "b", "c")
+			if _, err := c.put("a", "f", "v1", PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f := c.fsms["a"].File("f")
+			here, hint := f.Valid[1], f.Valid[0]
+			c.svcs[here].fences.add("f", c.idx+1, hint) // an invalidation ahead of the log
+			if tc.apply {
+				go c.apply(meta.Command{Kind: meta.KindSetConfig, Key: meta.CfgDurability, Value: "local"})
+			}
+			got, _, err := c.read(here, "f", tc.o)
+			var held *HeldElsewhereError
+			switch tc.want {
+			case "served":
+				if err != nil || got != "v1" {
+					t.Fatalf("got %q, %v; want v1 from %s once the fence's index is applied", got, err, here)
+				}
+			case "pending":
+				if !errors.Is(err, ErrPending) || !errors.Is(err, ErrUnavailable) {
+					t.Fatalf("got %q, %v; want pending, not a node to try next", got, err)
+				}
+			case "sent to hint":
+				if !errors.As(err, &held) || held.Node != hint {
+					t.Fatalf("got %q, %v; want a redirect to %s", got, err, hint)
+				}
+			}
+			if c.forwarded("read") != 0 {
+				t.Fatalf("the read was forwarded on %d times", c.forwarded("read"))
 			}
 		})
 	}

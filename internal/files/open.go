@@ -22,10 +22,8 @@ func (s *Service) Open(ctx context.Context, path string, o OpenOptions) (*Reader
 		return nil, kindErr(ErrBadRequest, nil, "a range needs a non-negative offset and length")
 	}
 	j := s.judgeRead(ctx, path)
-	if j.awaitsLease(s, o) {
-		if s.awaitLease(ctx) {
-			j = s.judgeRead(ctx, path)
-		}
+	if o.sentHere() {
+		j = s.judgeSentHere(ctx, path, j, o)
 	}
 	if o.Explain != nil {
 		o.Explain.Judged = fmt.Sprintf("applied=%d fenced=%v leased=%v lease=%s", j.applied, j.fenced, j.leased, s.cl.LeaseInfo())
@@ -45,8 +43,11 @@ func (s *Service) Open(ctx context.Context, path string, o OpenOptions) (*Reader
 			return rd, nil
 		}
 	}
-	if j.awaitsLease(s, o) {
+	switch {
+	case j.awaitsLease(s, o):
 		return nil, errNoLease() // sent on, it could come back: see awaitsLease
+	case j.awaitsFence(s, o):
+		return nil, errPending() // likewise: see awaitsFence
 	}
 	var target string
 	switch {
@@ -157,6 +158,7 @@ func (s *Service) pickReplicaExcept(f *meta.File, not string) string {
 type readJudgment struct {
 	applied uint64
 	fenced  bool
+	fence   uint64 // a fenced path: the index this node must apply first
 	hint    string // a fenced path: the node the writer is on
 	leased  bool
 	f       *meta.File
@@ -169,13 +171,25 @@ type readJudgment struct {
 func (s *Service) judgeRead(ctx context.Context, p string) readJudgment {
 	j := readJudgment{applied: s.fsm.Applied()}
 	fc, fenced := s.fences.check(p, j.applied)
-	j.fenced, j.hint = fenced, fc.hint
+	j.fenced, j.fence, j.hint = fenced, fc.idx, fc.hint
 	j.leased = s.cl.HasReadLease()
 	j.f = s.fsm.File(p)
 	if j.f != nil && j.f.Pending && !s.cfg.UnsafeReads {
 		if j.f = s.awaitSettled(ctx, p); j.f != nil && j.f.Pending {
 			j.pending = true
 		}
+	}
+	return j
+}
+
+// judgeSentHere judges again, after waiting for what it lacks, a read
+// that another node sent here (awaitsLease, awaitsFence).
+func (s *Service) judgeSentHere(ctx context.Context, path string, j readJudgment, o OpenOptions) readJudgment {
+	if j.awaitsLease(s, o) && s.awaitLease(ctx) {
+		j = s.judgeRead(ctx, path)
+	}
+	if j.awaitsFence(s, o) && s.awaitApplied(ctx, j.fence) {
+		j = s.judgeRead(ctx, path)
 	}
 	return j
 }
@@ -193,6 +207,25 @@ func (s *Service) judgeRead(ctx context.Context, p string) readJudgment {
 // node may be the one cut off from the leader.
 func (j *readJudgment) awaitsLease(s *Service, o OpenOptions) bool {
 	return !j.leased && o.sentHere() && !o.Stale && !s.cfg.UnsafeReads
+}
+
+// awaitsFence reports whether a read must wait until this node has
+// applied the write its fence on the path is about, rather than be sent to
+// the fence's hint. Two nodes can each hold a fence naming the other (two
+// writes in quick succession, each node behind on the other's): a read
+// sent here would bounce between them until one has applied its index —
+// under load, longer than eight hops take. Applying is local and quick, so
+// a read sent here waits for it, bounded by LeaseWait, then ErrPending.
+func (j *readJudgment) awaitsFence(s *Service, o OpenOptions) bool {
+	return j.fenced && o.sentHere() && !s.cfg.UnsafeReads
+}
+
+// awaitApplied waits, bounded by LeaseWait, until this node has applied
+// index idx.
+func (s *Service) awaitApplied(ctx context.Context, idx uint64) bool {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.LeaseWait)
+	defer cancel()
+	return s.fsm.WaitApplied(ctx, idx) == nil
 }
 
 // awaitLease waits, bounded by LeaseWait, for this node's read lease.
