@@ -115,7 +115,7 @@ func (l *fastLane) hit(ctx *fasthttp.RequestCtx) bool {
 		return false
 	}
 	meta, _ := h.lookup(o.name()+" "+string(uri), nil)
-	if meta == nil || len(meta.Vary) > 0 || meta.Header["Set-Cookie"] != nil {
+	if meta == nil || len(meta.Vary) > 0 || meta.Header["Set-Cookie"] != nil || h.purges.unpurged(meta) {
 		return false
 	}
 	now := h.now()

@@ -123,6 +123,9 @@ func (h *Handler) lookup(key string, req http.Header) (*tier.Meta, bool) {
 
 func (h *Handler) serveCacheable(w http.ResponseWriter, r *http.Request, o *Origin, key string, owner bool) {
 	meta, any := h.lookup(key, r.Header)
+	if meta != nil && h.purges.unpurged(meta) {
+		meta = nil // stored before this node started: perhaps purged since
+	}
 	var d cache.Decision
 	if meta != nil {
 		d = h.policy.Decide(r.Header, meta.Stored(), h.now())

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mure-dev/mure/internal/api"
@@ -20,6 +21,9 @@ type PurgeLog interface {
 	Propose(ctx context.Context, key string, prefix bool) error
 	// Since returns the purges applied after seq, oldest first.
 	Since(seq uint64) []purge.Record
+	// CatchUp waits until this node has applied every purge the cluster
+	// had recorded when it was called.
+	CatchUp(ctx context.Context) error
 }
 
 // purgeRoute is the client API's purge endpoint (admin only).
@@ -55,11 +59,35 @@ func (s purgeSet) matches(m *tier.Meta) bool {
 	return false
 }
 
-// purges applies the cluster's purge records to this node's tiers.
+// purges applies the cluster's purge records to this node's tiers. Until
+// this node has caught up with the cluster's records once, an object it
+// stored before it started (found on disk) may have been purged while it
+// was away: such objects are not served (unpurged) until then.
 type purges struct {
-	log  PurgeLog
-	mu   sync.Mutex
-	seen uint64
+	log     PurgeLog
+	started time.Time
+	current atomic.Bool
+	mu      sync.Mutex
+	seen    uint64
+}
+
+// unpurged reports whether m may still be purged by records this node
+// has not applied: stored before it started, and not caught up yet.
+func (p *purges) unpurged(m *tier.Meta) bool {
+	return p != nil && !p.current.Load() && m.ResponseTime.Before(p.started)
+}
+
+// catchUpCluster waits (at most 5 s) for the cluster's records, applies
+// them, and from then on serves what it stored before it started.
+func (p *purges) catchUpCluster(ctx context.Context, tiers *tier.Tiers) int {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := p.log.CatchUp(ctx); err != nil {
+		return 0
+	}
+	n := p.catchUp(tiers)
+	p.current.Store(true)
+	return n
 }
 
 // catchUp removes what the records applied since the last call purge,
@@ -88,13 +116,19 @@ func (h *Handler) followPurges(period time.Duration) {
 		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
+			var n int
+			if h.purges.current.Load() {
+				n = h.purges.catchUp(h.tiers)
+			} else {
+				n = h.purges.catchUpCluster(h.bgCtx, h.tiers)
+			}
+			if n > 0 {
+				h.log.Info("cache: purged objects", "objects", n)
+			}
 			select {
 			case <-h.bgCtx.Done():
 				return
 			case <-t.C:
-				if n := h.purges.catchUp(h.tiers); n > 0 {
-					h.log.Info("cache: purged objects", "objects", n)
-				}
 			}
 		}
 	}()

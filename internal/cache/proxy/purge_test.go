@@ -29,6 +29,8 @@ func (l *memLog) Propose(_ context.Context, key string, prefix bool) error {
 	return nil
 }
 
+func (l *memLog) CatchUp(context.Context) error { return nil }
+
 func (l *memLog) Since(seq uint64) []purge.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -137,7 +137,7 @@ func NewHandler(cfg Config, tiers *tier.Tiers, env service.Env) (*Handler, error
 	h := &Handler{router: rt, policy: policy, tiers: tiers, transport: newTransport(cfg.Limits), flights: newFlights(cfg.Limits.CollapseMax),
 		metrics: newMetrics(), log: env.Logger, limits: cfg.Limits, now: time.Now, share: cfg.Sharing}
 	if cfg.Purges != nil {
-		h.purges = &purges{log: cfg.Purges}
+		h.purges = &purges{log: cfg.Purges, started: time.Now()}
 		h.purges.catchUp(tiers) // what was purged while this node was away
 	}
 	h.bgCtx, h.bgStop = context.WithCancel(context.Background())
@@ -304,6 +304,8 @@ func (p clusterPurges) Propose(ctx context.Context, key string, prefix bool) err
 	}
 	return res.Err
 }
+
+func (p clusterPurges) CatchUp(ctx context.Context) error { return p.c.CatchUp(ctx) }
 
 func (p clusterPurges) Since(seq uint64) (recs []purge.Record) {
 	p.c.FSM().ReadPart(purge.NS, func(mp meta.Part) { recs = mp.(*purge.Part).Since(seq) })
