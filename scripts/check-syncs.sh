@@ -18,6 +18,8 @@ sites=(
 		// Durability unknown"
   "internal/store/layout.go|return s.syncDirIf(filepath.Dir(dir))|return nil"
   "internal/store/segments.go|if err = seg.f.Sync(); err != nil {|if err = error(nil); err != nil {"
+  "internal/store/segments.go|if err := seg.f.Sync(); err != nil {|if err := error(nil); err != nil {"
+  "internal/store/compact.go|if err := s.log.waitDurable(s.log.end()); err != nil {|if err := error(nil); err != nil {"
   "internal/store/segments.go|		err = l.fs.SyncDir(l.dir)
 	}
 	if err != nil {
@@ -37,7 +39,7 @@ sites=(
 )
 # package | tests
 suites=(
-  "./internal/store|TestPowerLoss"
+  "./internal/store|TestPowerLoss|TestCompactionWaitsForReplacements"
   "./internal/raftstore|TestPowerLossLog"
   "./systest|TestPowerLossSingleNode|TestPowerLossCluster"
 )

@@ -86,7 +86,7 @@ func (s *Store) compact(seg *segment) error {
 	oldest := s.log.oldest(seg)
 	br := bufio.NewReaderSize(io.NewSectionReader(seg.f, 0, seg.size), 1<<20)
 	var buf []byte
-	var off, last int64
+	var off int64
 	for off < seg.size {
 		select {
 		case <-s.compactStop:
@@ -97,12 +97,16 @@ func (s *Store) compact(seg *segment) error {
 		if err != nil && !errors.Is(err, errBadData) { // bad content moves as it is
 			return fmt.Errorf("compact %s at %d: %w", seg.name, off, err)
 		}
-		if err := s.moveRecord(seg, off, &rec, buf, oldest, &last); err != nil {
+		if err := s.moveRecord(seg, off, &rec, buf, oldest); err != nil {
 			return err
 		}
 		off += int64(len(buf))
 	}
-	if err := s.log.waitDurable(last); err != nil {
+	// Not only the copies must be durable before seg goes, but every
+	// record appended so far: a replacement or removal that made one of
+	// seg's records dead may still wait for its fsync, and without seg a
+	// power loss would then lose both the old record and the new.
+	if err := s.log.waitDurable(s.log.end()); err != nil {
 		return err
 	}
 	if n := seg.live.Load(); n != 0 {
@@ -113,8 +117,8 @@ func (s *Store) compact(seg *segment) error {
 }
 
 // moveRecord appends rec (raw: buf), found at off in seg, to the current
-// segment if it must outlive seg; last is raised to the end of the copy.
-func (s *Store) moveRecord(seg *segment, off int64, rec *record, buf []byte, oldest bool, last *int64) error {
+// segment if it must outlive seg.
+func (s *Store) moveRecord(seg *segment, off int64, rec *record, buf []byte, oldest bool) error {
 	l := s.locate(rec.path)
 	mu := &s.stripes[l.stripe]
 	mu.Lock()
@@ -125,21 +129,18 @@ func (s *Store) moveRecord(seg *segment, off int64, rec *record, buf []byte, old
 		if !ok || e.seg != seg || e.offset() != off {
 			return nil
 		}
-		to, toOff, pos, err := s.log.append(buf)
+		to, toOff, _, err := s.log.append(buf)
 		if err != nil {
 			return err
 		}
 		s.indexSet(l, rec.path, newEntry(rec.id, to, toOff, rec.size))
-		*last = pos
 	case rec.kind == recRemoval && !oldest:
 		if _, live := s.indexGet(l, rec.path, rec.id); live {
 			return nil // committed again since: copied, it would remove that
 		}
-		_, _, pos, err := s.log.append(buf)
-		if err != nil {
+		if _, _, _, err := s.log.append(buf); err != nil {
 			return err
 		}
-		*last = pos
 	}
 	return nil
 }

@@ -184,6 +184,14 @@ func (l *segLog) waitDurable(pos int64) error {
 	return nil
 }
 
+// end returns the logical position of the end of what was appended so
+// far.
+func (l *segLog) end() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total
+}
+
 // advance raises durable to pos.
 func (l *segLog) advance(pos int64) {
 	for {

@@ -340,3 +340,50 @@ func BenchmarkSmallIndexMemory(b *testing.B) {
 		s.Close()
 	}
 }
+
+// A segment is deleted by compaction only once every record that made
+// its records dead is durable: here a commit replacing a blob of the
+// segment (the same content again, as a repair or a retried push does)
+// has appended its record and not yet had its fsync when the segment,
+// left without a live record, is compacted. Deleting the file then would
+// let a power loss take both copies of a blob acknowledged long before.
+func TestCompactionWaitsForReplacements(t *testing.T) {
+	s := openStore(t, t.TempDir(), Options{})
+	s.log.max = 50 << 10
+	x := content(40000, 1)
+	put(t, s, "x", "v", x)
+	put(t, s, "f1", "v", content(9000, 2))
+	put(t, s, "f2", "v", content(9000, 3)) // seals the first segment
+	if err := s.Remove("f1", "v"); err != nil {
+		t.Fatal(err)
+	}
+	first := s.log.get(1)
+	if first == nil || !first.sealed.Load() || s.Checks().Compactions != 0 {
+		t.Fatal("want the first segment sealed, more than half live")
+	}
+
+	reached, release := make(chan int64), make(chan struct{})
+	s.hookAppended = func(path string) {
+		if path == "x" {
+			s.log.mu.Lock()
+			total := s.log.total
+			s.log.mu.Unlock()
+			reached <- total
+			<-release
+		}
+	}
+	done := make(chan error, 1)
+	go func() { _, err := commitBytes(s, "x", "v", x); done <- err }()
+	appended := <-reached
+	waitFor(t, func() bool { return s.Checks().Compactions+s.Checks().CompactErrors >= 1 })
+	if d := s.log.durable.Load(); d < appended {
+		t.Errorf("the first segment was deleted while x's new record was not durable (durable %d < %d): a power loss now loses x", d, appended)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, s, "x", "v"); !bytes.Equal(got, x) {
+		t.Error("x: wrong content")
+	}
+}

@@ -116,6 +116,9 @@ func (w *Writer) commitSmall(info Info) error {
 		_, ferr = s.fs.Lstat(l.data(w.id))
 	}
 	mu.Unlock()
+	if s.hookAppended != nil {
+		s.hookAppended(w.path)
+	}
 	if err := s.log.waitDurable(pos); err != nil {
 		return err
 	}

@@ -74,6 +74,10 @@ type Store struct {
 	compactCh   chan *segment
 	compactStop chan struct{}
 	compactDone chan struct{}
+
+	// hookAppended, in tests, runs in a small commit between its append
+	// and its wait for the fsync.
+	hookAppended func(path string)
 }
 
 // Open opens (creating if needed) the store rooted at dir. It takes an
