@@ -143,6 +143,14 @@ func TestCacheRestartKeepsDiskTier(t *testing.T) {
 	}
 	get()
 	c.Restart(0)
+	// A starting node serves what it stored before once it has caught up
+	// with the cluster's purges.
+	testcluster.WaitFor(t, 10*time.Second, "the restarted proxy to catch up with the purge log", func() bool {
+		a := call(t, c.HTTPAddr(0), "GET", "/status", bearer(c.Token()), "")
+		svc, _ := a.body["services"].(map[string]any)
+		p, _ := svc["proxy"].(map[string]any)
+		return p["purges_current"] == true
+	})
 	body, st := get()
 	if body != "kept /k" || !strings.HasPrefix(st, "mure; hit") || hits.Load() != 1 {
 		t.Errorf("after a restart: %q %q, %d origin fetches", body, st, hits.Load())

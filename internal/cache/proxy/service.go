@@ -89,6 +89,9 @@ type Status struct {
 	Tiers   tier.Stats   `json:"tiers"`
 	Probe   *ProbeStatus `json:"probe,omitempty"`
 	Counts  Counts       `json:"counts"`
+	// PurgesCurrent: this node has caught up with the cluster's purge
+	// log since it started, and serves what it stored before (docs/cache.md).
+	PurgesCurrent bool `json:"purges_current"`
 }
 
 // NewService checks cfg and returns the service.
@@ -276,6 +279,7 @@ func (s *Service) Status() any {
 	}
 	if s.h != nil {
 		st.Counts = s.h.metrics.snapshot()
+		st.PurgesCurrent = s.h.purges == nil || s.h.purges.current.Load()
 	}
 	return st
 }
