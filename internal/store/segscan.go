@@ -79,9 +79,11 @@ func (s *Store) scanSegment(seg *segment) error {
 	var buf []byte
 	for {
 		rec, err := readRecord(br, &buf)
-		if errors.Is(err, errBadData) {
-			// A header that checks is trusted: the blob is indexed, and
-			// found corrupt when read or scrubbed (counted, quarantined).
+		bad := errors.Is(err, errBadData)
+		if bad {
+			// A header that checks is trusted: the blob is indexed (see
+			// below), and found corrupt when read or scrubbed (counted,
+			// quarantined).
 			err = nil
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errBadRecord) {
@@ -91,7 +93,13 @@ func (s *Store) scanSegment(seg *segment) error {
 			return err
 		}
 		n := int64(len(buf))
-		s.applyRecord(&rec, seg, seg.size)
+		if !bad || !s.indexed(&rec) {
+			// A bad record does not hide an earlier one of the same
+			// blob: it is most likely a commit of the same content again
+			// (ids name one content) torn by a power loss, its header on
+			// disk and part of its content not.
+			s.applyRecord(&rec, seg, seg.size)
+		}
 		seg.size += n
 	}
 }
@@ -117,6 +125,12 @@ func readRecord(br *bufio.Reader, buf *[]byte) (record, error) {
 	}
 	rec, _, err = decodeRecord(*buf)
 	return rec, err
+}
+
+// indexed reports whether rec's blob is in the index.
+func (s *Store) indexed(rec *record) bool {
+	_, ok := s.indexGet(s.locate(rec.path), rec.path, rec.id)
+	return ok
 }
 
 // applyRecord applies one record found by a scan at off in seg.
