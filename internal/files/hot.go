@@ -228,8 +228,14 @@ func (s *Service) hotRound(ctx context.Context, cfg meta.Config, counts map[stri
 	}
 	s.publishHot(rates)
 	d := s.hotDemand(rates)
-	off := cfg.Replicas == 0 || cfg.HotReads == 0 // or every node holds a copy anyway
+	off := cfg.Replicas == 0 || cfg.HotReads == 0
 	s.hot.mu.Lock()
+	if cfg.Replicas == 0 {
+		// Every node keeps a copy of every file now: the hot copies are
+		// configured ones, to keep.
+		clear(s.hot.wanted)
+		s.hot.publishWanted()
+	}
 	var cold []string
 	for p, c := range s.hot.wanted {
 		switch total, _ := d.of(p); {

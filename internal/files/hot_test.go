@@ -148,6 +148,24 @@ func TestHotRoundCools(t *testing.T) {
 	}
 }
 
+// TestHotRoundReplicationAll: once every node must keep a copy, the hot
+// copies are configured ones: forgotten, not dropped.
+func TestHotRoundReplicationAll(t *testing.T) {
+	c := hotCluster(t, "x")
+	b := c.svcs["b"]
+	ctx := context.Background()
+	b.hotRound(ctx, hotCfg(4), map[string]int{"x": 10}, time.Second)
+	if err := b.resumeReplica(ctx, c.fsms["b"].File("x"), "a"); err != nil {
+		t.Fatal(err)
+	}
+	all := hotCfg(4)
+	all.Replicas = 0
+	b.hotRound(ctx, all, map[string]int{}, time.Second)
+	if got := c.fsms["b"].File("x").Valid; !slices.Equal(got, []string{"a", "b"}) || len(wanted(b)) != 0 || b.hot.dropped.Load() != 0 {
+		t.Fatalf("valid %v, wanted %v, %d dropped; want b's copy kept and forgotten", got, wanted(b), b.hot.dropped.Load())
+	}
+}
+
 // BenchmarkHotRead is the cost a read pays for the hot-file counts, from
 // every core at once: off (replication all), and on for a file counted
 // elsewhere (the path already in the window's map) and for a local read
