@@ -87,7 +87,8 @@ user() {
 	local i=$1 u=p4u$1 tok node
 	tok=$(cat "$cfgdir/token-$i")
 	node=${nodes[$((i % ${#nodes[@]}))]}
-	local attach="env MURE_NODE=$node MURE_TOKEN=$tok $work/mure session attach"
+	# The user leaves by closing the window: Ctrl-] must reach mure run inside.
+	local attach="env MURE_NODE=$node MURE_TOKEN=$tok $work/mure session attach --detach-key none"
 	local desk
 	desk=$(MURE_NODE=$node MURE_TOKEN=$tok "$work/mure" session new --kind desk --json | jq -r .id)
 	flock "$cfgdir/logged-in" sh -c 'echo $(($(cat "$1") + 1)) > "$1"' sh "$cfgdir/logged-in"
