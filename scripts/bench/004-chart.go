@@ -86,9 +86,9 @@ func main() {
 		os.Exit(1)
 	}
 	img := os.Args[2]
-	must(timeChart(filepath.Join(img, "004-cpu.png"), "CPU used, % of the server's quota", cfgs, func(s *series) plotter.XYs { return s.cpu }))
+	must(timeChart(filepath.Join(img, "004-cpu.png"), "CPU used, % of the server's quota (5 s mean)", cfgs, func(s *series) plotter.XYs { return s.cpu }))
 	must(timeChart(filepath.Join(img, "004-memory.png"), "memory used (page cache not counted), % of the server's limit", cfgs, func(s *series) plotter.XYs { return s.mem }))
-	must(timeChart(filepath.Join(img, "004-load.png"), "CPU pressure: % of quota periods throttled", cfgs, func(s *series) plotter.XYs { return s.rq }))
+	must(timeChart(filepath.Join(img, "004-load.png"), "CPU pressure: % of quota periods throttled (5 s mean)", cfgs, func(s *series) plotter.XYs { return s.rq }))
 	base := baseline(cfgs)
 	must(startChart(filepath.Join(img, "004-start.png"), cfgs, 3*base))
 	summary(cfgs, base)
@@ -143,6 +143,7 @@ func load(dir string) (*config, error) {
 				s.rq = append(s.rq, plotter.XY{X: x, Y: 100 * q.Load.RunQueue})
 			}
 		}
+		s.cpu, s.rq = smooth(s.cpu, 5), smooth(s.rq, 5)
 		c.nodes = append(c.nodes, s)
 	}
 	sf, err := os.Open(filepath.Join(dir, "starts.csv"))
@@ -332,4 +333,18 @@ func fmtAll(v []float64) string {
 		s[i] = fmt.Sprintf("%.0f", x)
 	}
 	return strings.Join(s, " / ")
+}
+
+// smooth is the moving mean of the last n points (per-second CPU figures
+// jump with the quota's periods).
+func smooth(xy plotter.XYs, n int) plotter.XYs {
+	out := make(plotter.XYs, len(xy))
+	for i := range xy {
+		lo, sum := max(0, i-n+1), 0.0
+		for _, p := range xy[lo : i+1] {
+			sum += p.Y
+		}
+		out[i] = plotter.XY{X: xy[i].X, Y: sum / float64(i+1-lo)}
+	}
+	return out
 }
