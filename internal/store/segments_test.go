@@ -425,3 +425,72 @@ func TestTornReplacementKeepsOlderCopy(t *testing.T) {
 		t.Errorf("%d corrupt blobs", c.Corrupt)
 	}
 }
+
+// Commits, replacements and removals of the same paths run while
+// compaction moves their records (segments of 16 KiB): the store, then
+// the index rebuilt by a restart, hold exactly what the writers were
+// told (later records winning, tombstones across segments).
+func TestCompactionConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{NoSync: true}
+	s := openStore(t, dir, opts)
+	s.log.max = 16 << 10
+	const workers, ops, paths = 4, 300, 8
+	want := make([]map[string][]byte, workers)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		want[w] = map[string][]byte{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range ops {
+				p := fmt.Sprintf("w%d/p%d", w, (i*7)%paths)
+				var err error
+				switch data, ok := want[w][p]; {
+				case ok && i%3 == 0:
+					err = s.Remove(p, "v")
+					delete(want[w], p)
+				case ok && i%3 == 1: // the same content again: a new record
+					_, err = commitBytes(s, p, "v", data)
+				default:
+					data = content(500+(i*97)%3000, uint64(w*ops+i))
+					_, err = commitBytes(s, p, "v", data)
+					want[w][p] = data
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return s.Checks().Compactions > 0 })
+	t.Logf("%d segments compacted", s.Checks().Compactions)
+	for round := range 2 {
+		for w := range workers {
+			for i := range paths {
+				p := fmt.Sprintf("w%d/p%d", w, i)
+				b, err := s.Open(p, "v")
+				data, ok := want[w][p]
+				switch {
+				case !ok && !errors.Is(err, ErrNotFound):
+					t.Errorf("round %d: removed %s: %v", round, p, err)
+				case ok && err != nil:
+					t.Errorf("round %d: %s: %v", round, p, err)
+				case ok && !bytes.Equal(b.Bytes(), data):
+					t.Errorf("round %d: %s: wrong content", round, p)
+				}
+			}
+		}
+		if c := s.Checks(); c.CompactErrors != 0 || c.Corrupt != 0 {
+			t.Errorf("round %d: %d compactions failed, %d corrupt", round, c.CompactErrors, c.Corrupt)
+		}
+		s = reopen(t, s, dir, opts)
+	}
+}
