@@ -18,9 +18,10 @@ func (s *Store) deadened(seg *segment, n int64) {
 }
 
 // maybeCompact queues seg for compaction if it is sealed and less than
-// half live.
+// half live, or empty (begun before a power loss, or ended by a failed
+// write): its file goes.
 func (s *Store) maybeCompact(seg *segment, live int64) {
-	if !s.compacting.Load() || !seg.sealed.Load() || live*2 >= seg.size || seg.queued.Swap(true) {
+	if !s.compacting.Load() || !seg.sealed.Load() || (seg.size > 0 && live*2 >= seg.size) || seg.queued.Swap(true) {
 		return
 	}
 	select {

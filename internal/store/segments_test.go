@@ -494,3 +494,23 @@ func TestCompactionConcurrent(t *testing.T) {
 		s = reopen(t, s, dir, opts)
 	}
 }
+
+// A segment left empty (the power lost after it was begun, before any
+// of its records was synced) is deleted after the next Open, not kept
+// for ever.
+func TestEmptySegmentDeleted(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{NoSync: true}
+	s := openStore(t, dir, opts)
+	put(t, s, "a", "v", content(100, 1))
+	s.Close()
+	empty := segName(filepath.Join(dir, segmentsDir), 2)
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, opts)
+	waitFor(t, func() bool { _, err := os.Stat(empty); return errors.Is(err, os.ErrNotExist) })
+	if got := readAll(t, s, "a", "v"); !bytes.Equal(got, content(100, 1)) {
+		t.Error("a lost")
+	}
+}
