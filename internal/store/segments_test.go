@@ -514,3 +514,84 @@ func TestEmptySegmentDeleted(t *testing.T) {
 		t.Error("a lost")
 	}
 }
+
+// failingSyncs is the OS's FS whose segment files' fsyncs fail from the
+// n-th on (n counted from 1; 0: never).
+type failingSyncs struct {
+	FS
+	failFrom int64
+	syncs    atomic.Int64
+	hold     chan struct{} // the first fsync waits for it
+	held     chan struct{}
+}
+
+type failingFile struct {
+	File
+	c *failingSyncs
+}
+
+func (c *failingSyncs) CreateTemp(dir, pattern string) (File, error) {
+	f, err := c.FS.CreateTemp(dir, pattern)
+	if err != nil || !strings.HasPrefix(pattern, "seg-") {
+		return f, err
+	}
+	return failingFile{f, c}, nil
+}
+
+var errDiskSync = errors.New("test: fsync failed")
+
+func (f failingFile) Sync() error {
+	n := f.c.syncs.Add(1)
+	if n == 1 {
+		close(f.c.held)
+		<-f.c.hold
+	}
+	if f.c.failFrom > 0 && n >= f.c.failFrom {
+		return errDiskSync
+	}
+	return f.File.Sync()
+}
+
+// A failed group fsync fails every writer it was to cover, not only the
+// one that made it, and every write after it (the kernel may have
+// dropped the pages: nothing after can be trusted); what an earlier
+// fsync covered stays acknowledged and readable.
+func TestGroupCommitSyncFails(t *testing.T) {
+	c := &failingSyncs{FS: OS(), failFrom: 2, hold: make(chan struct{}), held: make(chan struct{})}
+	s := openStore(t, t.TempDir(), Options{FS: c})
+	const writers = 8
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	commit := func(i int) {
+		defer wg.Done()
+		_, errs[i] = commitBytes(s, fmt.Sprintf("f%d", i), "v", content(1000, uint64(i)))
+	}
+	wg.Add(1)
+	go commit(0)
+	<-c.held // writer 0 is in its fsync, which will succeed
+	for i := 1; i < writers; i++ {
+		wg.Add(1)
+		go commit(i)
+	}
+	want := int64(writers) * recLen("f0", smallEntry{id: "v", size: 1000})
+	waitFor(t, func() bool { return s.log.end() >= want })
+	close(c.hold)
+	wg.Wait()
+	if errs[0] != nil {
+		t.Errorf("writer 0, covered by the fsync that succeeded: %v", errs[0])
+	}
+	for i := 1; i < writers; i++ {
+		if !errors.Is(errs[i], errDiskSync) {
+			t.Errorf("writer %d, covered only by the fsync that failed: %v", i, errs[i])
+		}
+	}
+	if _, err := commitBytes(s, "later", "v", []byte("x")); !errors.Is(err, errDiskSync) {
+		t.Errorf("a commit after the failed fsync: %v", err)
+	}
+	if err := s.Remove("f0", "v"); err == nil {
+		t.Error("a removal after the failed fsync succeeded")
+	}
+	if got := readAll(t, s, "f0", "v"); !bytes.Equal(got, content(1000, 0)) {
+		t.Error("f0: wrong content")
+	}
+}
