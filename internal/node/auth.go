@@ -53,6 +53,7 @@ func (n *Node) openAuth(key transport.Key) error {
 		// A cluster upgraded with --token keeps /metrics open, as
 		// before, until it sets a scrape token.
 		MetricsOpen: n.cfg.Token != "" && n.cfg.Auth.MetricsToken == "",
+		Current:     n.cl.HasReadLease,
 		Hint:        "a node keeps an admin credential in its data directory, DATA/admin.token; mure token create makes more"}
 	a.admin = &authhttp.Admin{Apply: n.cl.ApplyOp, Records: fsm, Sealer: sealer, Params: n.cfg.Auth.HashParams}
 	n.auth = a

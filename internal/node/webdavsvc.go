@@ -33,7 +33,7 @@ func (n *Node) webdavService() (*webdav.Service, error) {
 func (n *Node) webdavGuard(next http.Handler) http.Handler {
 	g := n.auth.guard
 	dav := &authhttp.Guard{Auth: g.Auth, Classify: webdav.Classify, Limiter: g.Limiter, Anonymous: g.Anonymous,
-		Audit: g.Audit, Hint: "a user's password or an access key by Basic, over TLS or from this machine; or a bearer token"}
+		Audit: g.Audit, Current: g.Current, Hint: "a user's password or an access key by Basic, over TLS or from this machine; or a bearer token"}
 	return dav.Wrap(next)
 }
 

@@ -325,11 +325,22 @@ func (c *ProcCluster) Isolate(i int, on bool) {
 	if on {
 		v = "1"
 	}
-	resp, err := c.hc.Post("http://"+c.nodes[i].http+"/debug/isolate?on="+v, "", nil)
-	if err != nil {
-		c.t.Fatalf("isolate node %d: %v", i, err)
+	// A node that has just restarted may not have applied the record of
+	// the token yet: it answers 503 (retry) until it has.
+	deadline := time.Now().Add(15 * time.Second)
+	var resp *http.Response
+	for {
+		var err error
+		resp, err = c.hc.Post("http://"+c.nodes[i].http+"/debug/isolate?on="+v, "", nil)
+		if err != nil {
+			c.t.Fatalf("isolate node %d: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		c.t.Fatalf("isolate node %d: status %d (started without --debug-faults?)", i, resp.StatusCode)
 	}

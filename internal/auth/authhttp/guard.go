@@ -50,6 +50,13 @@ type Guard struct {
 	Audit *slog.Logger
 	// Hint ends the 401 message: where this node's admin credential is.
 	Hint string
+	// Current reports whether this node's copy of the credentials is
+	// current (nil: always). A credential it cannot match while it is not
+	// gets 503, not 401: the cluster may have made it (or changed the
+	// password) after this node's copy — a node that has just started and
+	// not yet applied its log, or one cut off from the others — and a
+	// client told 401 would give up on a good credential.
+	Current func() bool
 
 	setupOnce sync.Once
 	checks    chan struct{} // bounds password checks at once (argon2id is memory-hard)
@@ -202,6 +209,10 @@ func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request, need Need) 
 		g.Limiter.Fail(keys...)
 		g.Audit.Warn("login failed", "user", cred.User, "remote", r.RemoteAddr, "err", err)
 		switch {
+		case errors.Is(err, auth.ErrUnauthenticated) && g.Current != nil && !g.Current():
+			w.Header().Set("Retry-After", "1")
+			api.Error(w, http.StatusServiceUnavailable, api.CodeNoQuorum,
+				"this node cannot check that credential now: its copy of the cluster's users and tokens may be behind (it is starting or cut off from the other nodes); retry, or ask another node")
 		case errors.Is(err, auth.ErrUnauthenticated), errors.Is(err, auth.ErrMalformed):
 			g.unauthorized(w, err.Error())
 		default:

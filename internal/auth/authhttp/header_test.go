@@ -126,3 +126,43 @@ func TestGuardSpendsTheCredential(t *testing.T) {
 		t.Fatalf("behind the guard: %v", seen)
 	}
 }
+
+// A node whose copy of the credentials may be behind (Current false)
+// answers a credential it cannot match with 503 and Retry-After, not 401:
+// the cluster may have made it after the node's copy. One it can match
+// still passes, and a current node still says 401.
+func TestGuardNotCurrentAsksForRetry(t *testing.T) {
+	tests := []struct {
+		name    string
+		current bool
+		authz   string
+		want    int
+	}{
+		{"unknown password, current", true, "Basic " + b64("alice:some-password"), http.StatusUnauthorized},
+		{"unknown password, behind", false, "Basic " + b64("alice:some-password"), http.StatusServiceUnavailable},
+		{"known token, behind", false, "Bearer static", http.StatusTeapot},
+		{"no credential, behind", false, "", http.StatusUnauthorized},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fsm := meta.NewFSM(auth.NewPart())
+			g := &authhttp.Guard{Auth: &auth.Authenticator{Records: fsm, StaticToken: "static", Params: auth.TestHashParams()},
+				Classify: func(*http.Request) authhttp.Need { return authhttp.Need{Action: auth.Known} },
+				Current:  func() bool { return tc.current }}
+			h := g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+			r := httptest.NewRequest("GET", "/status", nil)
+			r.RemoteAddr = "127.0.0.1:5000"
+			if tc.authz != "" {
+				r.Header.Set("Authorization", tc.authz)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tc.want {
+				t.Fatalf("%d %s, want %d", w.Code, w.Body, tc.want)
+			}
+			if tc.want == http.StatusServiceUnavailable && (w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), "retry")) {
+				t.Fatalf("a 503 without Retry-After or a word to retry: %v %s", w.Header(), w.Body)
+			}
+		})
+	}
+}
