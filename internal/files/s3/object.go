@@ -3,6 +3,7 @@ package s3
 import (
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -122,7 +123,14 @@ func (h *Handler) getObject(q *request) {
 		q.fail(err)
 		return
 	}
-	rd, err := h.files.Open(q.r.Context(), q.path(), files.OpenOptions{Forwarding: q.forward})
+	opt := files.OpenOptions{Forwarding: q.forward}
+	off, n, ranged := leadingRange(q.r.Header)
+	if ranged {
+		// The range is opened, not skipped to: a node without a copy
+		// then asks the holder for just those bytes.
+		opt.Offset, opt.Length = off, n
+	}
+	rd, err := h.files.Open(q.r.Context(), q.path(), opt)
 	if errors.Is(err, files.ErrNotFound) {
 		if ok, berr := h.bucketExists(q); berr == nil && !ok {
 			err = noSuchBucket(q.bucket)
@@ -150,7 +158,39 @@ func (h *Handler) getObject(q *request) {
 		q.fail(errorf(http.StatusRequestedRangeNotSatisfiable, CodeInvalidRange, "The requested range %s is not satisfiable: the object has %d bytes", rg, info.Size))
 		return
 	}
+	if ranged {
+		hd.Set("Last-Modified", info.Modified.UTC().Format(http.TimeFormat))
+		hd.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, off+rd.Length()-1, info.Size))
+		hd.Set("Content-Length", strconv.FormatInt(rd.Length(), 10))
+		q.w.WriteHeader(http.StatusPartialContent)
+		_, _ = io.Copy(q.w, rd) // a body cut short is seen by the client's length check
+		return
+	}
 	http.ServeContent(q.w, q.r, "", info.Modified, rd)
+}
+
+// leadingRange is a request's Range when it is one range from a known
+// offset ("bytes=A-B" or "bytes=A-") and no If-Range makes it conditional:
+// its offset and length (0: to the end). Other forms (suffixes, several
+// ranges) are left to http.ServeContent over the whole object.
+func leadingRange(h http.Header) (off, n int64, ok bool) {
+	spec, found := strings.CutPrefix(h.Get("Range"), "bytes=")
+	if !found || h.Get("If-Range") != "" || strings.Contains(spec, ",") {
+		return 0, 0, false
+	}
+	a, b, _ := strings.Cut(strings.TrimSpace(spec), "-")
+	off, err := strconv.ParseInt(a, 10, 64)
+	if err != nil || off < 0 {
+		return 0, 0, false
+	}
+	if b == "" {
+		return off, 0, true
+	}
+	end, err := strconv.ParseInt(b, 10, 64)
+	if err != nil || end < off {
+		return 0, 0, false
+	}
+	return off, end - off + 1, true
 }
 
 // rangeSatisfiable reports whether a single bytes range starts inside an
