@@ -585,6 +585,15 @@ func TestGroupCommitSyncFails(t *testing.T) {
 			t.Errorf("writer %d, covered only by the fsync that failed: %v", i, errs[i])
 		}
 	}
+	for i := 1; i < writers; i++ {
+		// A commit that failed is not readable, nor counted.
+		if _, err := s.Open(fmt.Sprintf("f%d", i), "v"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("writer %d's failed commit: Open = %v, want ErrNotFound", i, err)
+		}
+	}
+	if n, b := s.Usage(); n != 1 || b != 1000 {
+		t.Errorf("Usage = %d, %d; want 1, 1000 (f0 alone)", n, b)
+	}
 	if _, err := commitBytes(s, "later", "v", []byte("x")); !errors.Is(err, errDiskSync) {
 		t.Errorf("a commit after the failed fsync: %v", err)
 	}

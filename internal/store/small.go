@@ -120,6 +120,7 @@ func (w *Writer) commitSmall(info Info) error {
 		s.hookAppended(w.path)
 	}
 	if err := s.log.waitDurable(pos); err != nil {
+		s.undoSmall(l, w.path, newEntry(w.id, seg, off, w.n))
 		return err
 	}
 	if ferr == nil {
@@ -130,6 +131,26 @@ func (w *Writer) commitSmall(info Info) error {
 		return s.removeFiles(l, w.path, "commit", func(id string) bool { return id == w.id })
 	}
 	return nil
+}
+
+// undoSmall forgets e, path's record whose fsync failed, so that a
+// commit that returned an error is not readable (as install undoes a
+// file's). An older record of the same id that e replaced is forgotten
+// too rather than restored: compaction may have deleted its segment
+// meanwhile, and ids name one content. Both may come back at the next
+// Open if their bytes reached the disk after all; the log refuses every
+// write after a failed fsync until then (segLog.err).
+func (s *Store) undoSmall(l loc, path string, e smallEntry) {
+	mu := &s.stripes[l.stripe]
+	mu.Lock()
+	defer mu.Unlock()
+	if cur, ok := s.indexGet(l, path, e.id); !ok || cur != e {
+		return // replaced or removed since
+	}
+	s.indexDel(l, path, e.id)
+	s.nblobs.Add(-1)
+	s.nbytes.Add(-e.bytes())
+	s.cache.invalidate(cacheKey{path, e.id}, l.stripe)
 }
 
 // readSmall reads e's record whole and checks it: both checksums, and
