@@ -4,6 +4,9 @@ package systest
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,25 +16,40 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/mure-dev/mure/client"
+	"github.com/mure-dev/mure/internal/node"
 	"github.com/mure-dev/mure/internal/testcluster"
 )
 
 // TestSessionInBrowser drives the browser terminal (xterm.js at /term/)
 // in chromium: sign in with a password on node 0, start a shell, type,
-// close the page; open node 1's address, sign in, pick the session, and
-// see the earlier output on its screen.
+// start an application session of it with the page's launcher (placed
+// by its kind's policy on the node with the most free memory, shown in a
+// second pane, listed as the shell's child); close the page; open node
+// 1's address, sign in, pick the session, and see the earlier output on
+// its screen.
 func TestSessionInBrowser(t *testing.T) {
 	needSessions(t)
 	bctx := browser(t)
-	pc := testcluster.StartProc(t, 2)
+	figs := filepath.Join(t.TempDir(), "hosts.json")
+	pc := testcluster.StartProc(t, 2, "--debug-host-figures", figs,
+		"--session-kind", "app shell place=most-free-memory")
 	t.Cleanup(func() { killHolders(pc, 2) })
+	const mib = 1 << 20
+	b, _ := json.Marshal(map[string]node.SimHost{ // n1 has the most free memory
+		pc.ID(0): {FreeMemory: 1024 * mib, SessionMemory: 256 * mib},
+		pc.ID(1): {FreeMemory: 4096 * mib, SessionMemory: 256 * mib},
+	})
+	if err := os.WriteFile(figs, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	u := addSessionUser(t, pc.Client(0))
 	const password = "browser-pass-1"
 	if _, err := pc.Client(0).SetUser(context.Background(), u.name, client.UserChange{Password: ptr(password)}); err != nil {
 		t.Fatal(err)
 	}
+	pane := "main" // the page's terminal waitScreen reads; "child": the launcher's pane
 	screen := func(ctx context.Context) string {
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.mureScreen ? window.mureScreen() : ""`))
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.mureScreen ? window.mureScreen("`+pane+`") : ""`))
 		if err != nil {
 			t.Fatalf("read the screen: %v", err)
 		}
@@ -80,12 +98,33 @@ func TestSessionInBrowser(t *testing.T) {
 		t.Fatalf("type: %v", err)
 	}
 	waitScreen(first, "typed-in-42")
-	closeFirst() // the tab goes, the session runs on
 
-	list, err := client.New([]string{pc.HTTPAddr(1)}, client.WithToken(u.token)).Sessions(context.Background(), false)
-	if err != nil || len(list) != 1 {
-		t.Fatalf("sessions %+v (%v): want the one the page started", list, err)
+	// The launcher: an application session of the shown shell.
+	if err := chromedp.Do(first,
+		chromedp.SetValue(`#run-cmd`, `echo launched-$((6*7)); sleep 600`),
+		chromedp.Click(`#run`),
+		chromedp.WaitVisible(`#child .xterm`),
+	); err != nil {
+		t.Fatalf("launch an application: %v", err)
 	}
+	pane = "child"
+	waitScreen(first, "launched-42")
+	pane = "main"
+	closeFirst() // the tab goes, the sessions run on
+
+	uc := client.New([]string{pc.HTTPAddr(1)}, client.WithToken(u.token))
+	list, err := uc.Sessions(context.Background(), false)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("sessions %+v (%v): want the shell and the application the page started", list, err)
+	}
+	shell, app := list[0], list[1]
+	if shell.Parent != "" {
+		shell, app = app, shell
+	}
+	if app.Parent != shell.ID || app.Kind != "app" || app.Node != pc.ID(1) || app.Placement == nil || app.Placement.Policy != "most-free-memory" {
+		t.Fatalf("the launched session is %+v (placement %+v), want kind app, parent %s, on %s (most free memory)", app, app.Placement, shell.ID, pc.ID(1))
+	}
+	list = []client.Session{shell}
 	second, closeSecond := chromedp.NewContext(bctx)
 	defer closeSecond()
 	signIn(second, 1)
@@ -93,4 +132,13 @@ func TestSessionInBrowser(t *testing.T) {
 		t.Fatalf("pick the session: %v", err)
 	}
 	waitScreen(second, "typed-in-42")
+
+	// The application ends with the session it belongs to.
+	if err := uc.KillSession(context.Background(), shell.ID); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.WaitFor(t, 10*time.Second, "the launched application to end with its shell", func() bool {
+		l, err := uc.Sessions(context.Background(), false)
+		return err == nil && len(l) == 0
+	})
 }

@@ -54,40 +54,86 @@
     attach(s.id);
   };
 
-  let term, fit, serialize, ws;
+  // The session this page shows, and its application session's pane.
+  let shown = "", child = null;
+  const screens = {};
+  // The screen as text (tests, copying): the shown session's, or
+  // mureScreen("child") for the application's pane.
+  window.mureScreen = (which) => (screens[which || "main"] || (() => ""))();
+
   async function attach(id) {
     $("pick").hidden = true;
     $("term").hidden = false;
-    if (!term) {
-      term = new Terminal({ cursorBlink: true, scrollback: 1000 });
-      fit = new FitAddon.FitAddon();
-      serialize = new SerializeAddon.SerializeAddon();
-      term.loadAddon(fit);
-      term.loadAddon(serialize);
-      term.open($("term"));
-      // The screen as text (tests, copying).
-      window.mureScreen = () => serialize.serialize();
-      window.addEventListener("resize", () => fit.fit());
-    }
+    $("launch").hidden = false;
+    shown = id;
+    await openPane($("term"), id, "main", status);
+  }
+
+  // openPane shows session id in el: a terminal attached over a
+  // WebSocket; it returns a function that closes it.
+  async function openPane(el, id, name, say) {
+    const term = new Terminal({ cursorBlink: true, scrollback: 1000 });
+    const fit = new FitAddon.FitAddon(), serialize = new SerializeAddon.SerializeAddon();
+    term.loadAddon(fit);
+    term.loadAddon(serialize);
+    term.open(el);
+    screens[name] = () => serialize.serialize();
+    const refit = () => fit.fit();
+    window.addEventListener("resize", refit);
     fit.fit();
     const { ticket } = await api("POST", "/sessions/" + encodeURIComponent(id) + "/ticket");
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    ws = new WebSocket(`${proto}//${location.host}/attach/${encodeURIComponent(id)}?ticket=${encodeURIComponent(ticket)}&cols=${term.cols}&rows=${term.rows}`);
+    const ws = new WebSocket(`${proto}//${location.host}/attach/${encodeURIComponent(id)}?ticket=${encodeURIComponent(ticket)}&cols=${term.cols}&rows=${term.rows}`);
     ws.binaryType = "arraybuffer";
     const enc = new TextEncoder();
-    ws.onopen = () => status("attached to " + id);
+    ws.onopen = () => say("attached to " + id);
     ws.onmessage = (m) => {
       if (typeof m.data !== "string") {
         term.write(new Uint8Array(m.data));
         return;
       }
       const c = JSON.parse(m.data);
-      if (c.type === "notice") status(c.text);
-      if (c.type === "exit") status("session ended" + (c.error ? ": " + c.error : ", status " + c.code));
+      if (c.type === "notice") say(c.text);
+      if (c.type === "exit") say("session ended" + (c.error ? ": " + c.error : ", status " + c.code));
     };
-    ws.onclose = () => status("detached from " + id + " (it runs on)");
+    ws.onclose = () => say("detached from " + id + " (it runs on)");
     term.onData((d) => ws.readyState === 1 && ws.send(enc.encode(d)));
     term.onResize(({ cols, rows }) => ws.readyState === 1 && ws.send(JSON.stringify({ type: "resize", cols, rows })));
     term.focus();
+    return () => {
+      ws.onclose = null;
+      ws.close();
+      window.removeEventListener("resize", refit);
+      delete screens[name];
+      term.dispose();
+    };
   }
+
+  // The launcher: an application session of the shown session (like
+  // mure run inside it), placed by its kind's policy, ending with it. A
+  // command line runs through sh -c; a web app opens in a new tab.
+  $("launch").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    $("run-error").textContent = "";
+    const line = $("run-cmd").value.trim(), kind = $("run-kind").value.trim();
+    const body = { parent: shown };
+    if (line) body.command = ["sh", "-c", line];
+    if (kind) body.kind = kind;
+    try {
+      const s = await api("POST", "/sessions", body);
+      const why = s.placement ? `, placed by ${s.placement.policy}` : "";
+      $("app-where").textContent = `application ${s.id} (${s.kind} on ${s.node}${why})`;
+      $("app").hidden = false;
+      if (child) child();
+      child = null;
+      if (s.web) {
+        window.open(s.web, "_blank");
+        $("app-status").textContent = "opened " + s.web;
+        return;
+      }
+      child = await openPane($("child"), s.id, "child", (t) => { $("app-status").textContent = t; });
+    } catch (e) {
+      $("run-error").textContent = e.message;
+    }
+  });
 })();
