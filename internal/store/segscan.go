@@ -14,8 +14,10 @@ import (
 // openSegments opens the segments found in dir/segments, oldest first,
 // and rebuilds the index of small blobs from their records: every record
 // is read and checked whole; a record whose header does not check (a tail
-// not synced before a power loss, or corruption) ends its segment, one
-// whose content alone does not is indexed and found corrupt when read. Later
+// not synced before a power loss, or corruption) ends its segment; one
+// whose content alone does not is a torn append if no record that checks
+// follows it (dropped), else corruption: indexed and found corrupt when
+// read (scanSegment). Later
 // records win; a removal deletes. Appends go to a new segment, begun by
 // the first of them.
 func (s *Store) openSegments() error {
@@ -68,8 +70,19 @@ func (s *Store) openSegments() error {
 	return nil
 }
 
-// scanSegment applies seg's records to the index, up to the first that
-// does not check, and sets seg.size to where that one begins.
+// scanSegment applies seg's records to the index, up to the first whose
+// header does not check, and sets seg.size to the end of the last record
+// applied.
+//
+// Records whose header checks but whose content does not wait in bad
+// until a record that checks whole follows: then they are corruption,
+// applied (found corrupt when read, counted, quarantined). If none
+// follows, they are a torn append and are dropped: a writer is answered
+// only after an fsync that began after its record was written (group
+// commit reads the end of the log after the append; a seal fsyncs the
+// whole segment), and that fsync made every earlier byte of the segment
+// durable too. So a record at the tail whose content did not make it
+// was never acknowledged, and neither was anything after it.
 func (s *Store) scanSegment(seg *segment) error {
 	fi, err := seg.f.Stat()
 	if err != nil {
@@ -77,14 +90,16 @@ func (s *Store) scanSegment(seg *segment) error {
 	}
 	br := bufio.NewReaderSize(io.NewSectionReader(seg.f, 0, fi.Size()), 1<<20)
 	var buf []byte
+	type badRec struct {
+		rec record
+		n   int64
+	}
+	var bad []badRec
 	for {
 		rec, err := readRecord(br, &buf)
-		bad := errors.Is(err, errBadData)
-		if bad {
-			// A header that checks is trusted: the blob is indexed (see
-			// below), and found corrupt when read or scrubbed (counted,
-			// quarantined).
-			err = nil
+		if errors.Is(err, errBadData) {
+			bad = append(bad, badRec{rec, int64(len(buf))})
+			continue
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errBadRecord) {
 			return nil // the end, or a tail that was never durable
@@ -92,15 +107,19 @@ func (s *Store) scanSegment(seg *segment) error {
 		if err != nil {
 			return err
 		}
-		n := int64(len(buf))
-		if !bad || !s.indexed(&rec) {
-			// A bad record does not hide an earlier one of the same
-			// blob: it is most likely a commit of the same content again
-			// (ids name one content) torn by a power loss, its header on
-			// disk and part of its content not.
-			s.applyRecord(&rec, seg, seg.size)
+		for _, b := range bad {
+			if !s.indexed(&b.rec) {
+				// A bad record does not hide an earlier one of the same
+				// blob: it is most likely a commit of the same content
+				// again (ids name one content) torn by a power loss,
+				// its header on disk and part of its content not.
+				s.applyRecord(&b.rec, seg, seg.size)
+			}
+			seg.size += b.n
 		}
-		seg.size += n
+		bad = bad[:0]
+		s.applyRecord(&rec, seg, seg.size)
+		seg.size += int64(len(buf))
 	}
 }
 

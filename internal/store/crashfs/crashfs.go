@@ -12,7 +12,7 @@
 // The model is the strict one that catches a missing fsync: nothing that
 // was not made durable survives. (A real disk may keep some of it, or
 // parts of it; a program correct under this model must not rely on
-// either.) A file whose entry is durable but whose content was never
+// either. TearTails adds the parts: a torn append.) A file whose entry is durable but whose content was never
 // synced comes back empty. Sync and SyncDir do not call fsync(2): the
 // machine does not really lose power, so only the model matters, and
 // tests stay fast.
@@ -23,9 +23,11 @@
 package crashfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,6 +50,7 @@ type FS struct {
 	ops     int // mutating operations so far
 	crashAt int // lose power before mutating operation number crashAt (0: never)
 	locks   map[string]bool
+	tear    *rand.Rand // non-nil: Crash tears unsynced tails (TearTails)
 }
 
 // node is a file or a directory of the model.
@@ -56,6 +59,7 @@ type node struct {
 	content []byte           // file: content as of its last Sync
 	cur     map[string]*node // directory: entries now
 	durable map[string]*node // directory: entries as of its last SyncDir
+	latest  []byte           // file, at a crash with TearTails: content then
 }
 
 func newDir() *node {
@@ -128,6 +132,53 @@ func (f *FS) Ops() int {
 	return f.ops
 }
 
+// TearTails makes Crash keep part of what was appended to a file since
+// its last Sync, as a disk that wrote some pages and the new size but not
+// all the data: of a file whose content has grown from its synced
+// content, Crash keeps a random prefix of the growth followed by zero
+// bytes up to the size it had (half the time) or a random number of them. Files rewritten
+// otherwise come back as synced. Seeded, so a run can be repeated.
+func (f *FS) TearTails(seed uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tear = rand.New(rand.NewPCG(seed, 1))
+}
+
+// readLatest records in latest the content every file of n has now.
+func readLatest(path string, n *node) error {
+	for name, c := range n.cur {
+		p := filepath.Join(path, name)
+		if c.dir {
+			if err := readLatest(p, c); err != nil {
+				return err
+			}
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		c.latest = b
+	}
+	return nil
+}
+
+// torn is what a torn write leaves of n: its synced content and part of
+// what was appended since.
+func (f *FS) torn(n *node) []byte {
+	grown := len(n.latest) - len(n.content)
+	if f.tear == nil || grown <= 0 || !bytes.Equal(n.latest[:len(n.content)], n.content) {
+		return n.content
+	}
+	kept := f.tear.IntN(grown + 1)
+	zeros := grown - kept // the size made it, not all the data
+	if f.tear.IntN(2) == 0 {
+		zeros = f.tear.IntN(zeros + 1)
+	}
+	b := append([]byte(nil), n.latest[:len(n.content)+kept]...)
+	return append(b, make([]byte, zeros)...)
+}
+
 // Crash cuts the power (if CrashAfter has not already), rewrites the
 // directory to its durable state and returns the FS of the rebooted
 // machine over it. f stays dead.
@@ -135,7 +186,12 @@ func (f *FS) Crash() (*FS, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.dead = true
-	top := durableCopy(f.top)
+	if f.tear != nil {
+		if err := readLatest(f.root, f.top); err != nil {
+			return nil, fmt.Errorf("crashfs: crash: %w", err)
+		}
+	}
+	top := f.durableCopy(f.top)
 	ents, err := os.ReadDir(f.root)
 	if err != nil {
 		return nil, fmt.Errorf("crashfs: crash: %w", err)
@@ -152,13 +208,13 @@ func (f *FS) Crash() (*FS, error) {
 }
 
 // durableCopy is the tree a power loss leaves of n.
-func durableCopy(n *node) *node {
+func (f *FS) durableCopy(n *node) *node {
 	if !n.dir {
-		return &node{content: n.content}
+		return &node{content: f.torn(n)}
 	}
 	c := newDir()
 	for name, child := range n.durable {
-		cc := durableCopy(child)
+		cc := f.durableCopy(child)
 		c.cur[name], c.durable[name] = cc, cc
 	}
 	return c

@@ -153,3 +153,47 @@ func TestLock(t *testing.T) {
 		t.Fatalf("lock after reboot: %v", err)
 	}
 }
+
+// TearTails keeps the synced content, then a prefix of what was appended
+// since, then zeros, never beyond the size the file had.
+func TestTearTails(t *testing.T) {
+	const synced, appended = "synced|", "appended and never synced"
+	sawTorn := false
+	for seed := range uint64(20) {
+		root := t.TempDir()
+		f, err := New(root)
+		must(t, err)
+		f.TearTails(seed)
+		h, err := f.CreateTemp(root, "f-*")
+		must(t, err)
+		_, err = h.Write([]byte(synced))
+		must(t, err)
+		must(t, h.Sync())
+		_, err = h.Write([]byte(appended))
+		must(t, err)
+		must(t, f.SyncDir(root))
+		name := filepath.Base(h.Name())
+		h.Close()
+		if _, err := f.Crash(); err != nil {
+			t.Fatal(err)
+		}
+		got := tree(t, root)[name]
+		kept := len(got) - len(synced)
+		if kept < 0 || kept > len(appended) || got[:len(synced)] != synced {
+			t.Fatalf("seed %d: %q", seed, got)
+		}
+		i := 0
+		for i < kept && got[len(synced)+i] == appended[i] {
+			i++
+		}
+		for _, c := range []byte(got[len(synced)+i:]) {
+			if c != 0 {
+				t.Fatalf("seed %d: %q is not a prefix of the append then zeros", seed, got)
+			}
+		}
+		sawTorn = sawTorn || i < kept
+	}
+	if !sawTorn {
+		t.Error("no seed kept zeros after a prefix")
+	}
+}
