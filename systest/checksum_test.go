@@ -176,6 +176,13 @@ func TestCorruptReplicaFirstOpen(t *testing.T) {
 		}
 		waitValidEverywhere(t, c, path)
 	}
+	// A record after the small one: damage in a segment's last record
+	// reads as a torn append, dropped at Open without a report
+	// (decision 0037).
+	if _, err := c.Client(0).Put(ctxT(t), "after", bytes.NewReader(randomBytes(100, 4)), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitValidEverywhere(t, c, "after")
 	smallFile, smallAt := blobFile(t, c, 1, "small")
 	largeFile, largeAt := blobFile(t, c, 1, "large")
 	c.Kill(1)
