@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // Compaction (decision 0037): once a sealed segment is less than half
@@ -19,22 +20,25 @@ func (s *Store) deadened(seg *segment, n int64) {
 
 // maybeCompact queues seg for compaction if it is sealed and less than
 // half live, or empty (begun before a power loss, or ended by a failed
-// write): its file goes.
+// write): its file goes. The queue holds each segment at most once
+// (queued), so it is bounded by the number of segments.
 func (s *Store) maybeCompact(seg *segment, live int64) {
 	if !s.compacting.Load() || !seg.sealed.Load() || (seg.size > 0 && live*2 >= seg.size) || seg.queued.Swap(true) {
 		return
 	}
+	s.compactMu.Lock()
+	s.compactQ = append(s.compactQ, seg)
+	s.compactMu.Unlock()
 	select {
-	case s.compactCh <- seg:
+	case s.compactWake <- struct{}{}:
 	default:
-		seg.queued.Store(false) // asked again at its next removal
 	}
 }
 
 // startCompaction starts the worker, once Open has scanned the segments,
 // and queues those already worth compacting.
 func (s *Store) startCompaction() {
-	s.compactCh = make(chan *segment, 64)
+	s.compactWake = make(chan struct{}, 1)
 	s.compactStop = make(chan struct{})
 	s.compactDone = make(chan struct{})
 	s.compacting.Store(true)
@@ -59,18 +63,63 @@ func (s *Store) stopCompaction() {
 	}
 }
 
+// Compaction that failed is tried again after a pause that doubles from
+// compactRetryMin up to compactRetryMax (the segment stays queued, and
+// its file stays, meanwhile).
+const (
+	compactRetryMin = 100 * time.Millisecond
+	compactRetryMax = time.Minute
+)
+
 func (s *Store) compactLoop() {
 	defer close(s.compactDone)
+	var failed []*segment
+	backoff := compactRetryMin
+	retry := time.NewTimer(0)
+	<-retry.C
+	defer retry.Stop()
 	for {
-		select {
-		case <-s.compactStop:
-			return
-		case seg := <-s.compactCh:
-			if err := s.compact(seg); err != nil && !errors.Is(err, errStopped) {
-				s.stats.compactErrors.Add(1)
+		seg := s.nextToCompact()
+		if seg == nil {
+			select {
+			case <-s.compactStop:
+				return
+			case <-s.compactWake:
+			case <-retry.C:
+				s.compactMu.Lock()
+				s.compactQ = append(s.compactQ, failed...)
+				s.compactMu.Unlock()
+				failed = nil
 			}
+			continue
+		}
+		err := s.compact(seg)
+		switch {
+		case errors.Is(err, errStopped):
+			return
+		case err != nil:
+			s.stats.compactErrors.Add(1)
+			if len(failed) == 0 {
+				retry.Reset(backoff)
+				backoff = min(2*backoff, compactRetryMax)
+			}
+			failed = append(failed, seg)
+		default:
+			backoff = compactRetryMin
 		}
 	}
+}
+
+// nextToCompact takes the first queued segment, or nil.
+func (s *Store) nextToCompact() *segment {
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+	if len(s.compactQ) == 0 {
+		return nil
+	}
+	seg := s.compactQ[0]
+	s.compactQ = s.compactQ[1:]
+	return seg
 }
 
 var errStopped = errors.New("store: compaction stopped")

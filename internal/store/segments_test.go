@@ -628,3 +628,51 @@ func TestGroupCommitSyncFails(t *testing.T) {
 		t.Error("f0: wrong content")
 	}
 }
+
+// failingReads is a segment file whose reads fail while fail is set.
+type failingReads struct {
+	File
+	fail *atomic.Bool
+}
+
+var errDiskRead = errors.New("test: read failed")
+
+func (f failingReads) ReadAt(p []byte, off int64) (int, error) {
+	if f.fail.Load() {
+		return 0, errDiskRead
+	}
+	return f.File.ReadAt(p, off)
+}
+
+// A compaction that failed is tried again later: the segment does not
+// stay queued, and on disk, for ever.
+func TestCompactionRetried(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, Options{NoSync: true})
+	s.log.max = 32 << 10 // eight 4 KiB records a segment
+	for i := range 16 {
+		put(t, s, fmt.Sprintf("p%d", i), "v", content(4000, uint64(i)))
+	}
+	e, _, _, _, err := s.readLocked(s.locate("p0"), "p0", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg := e.seg
+	var fail atomic.Bool
+	fail.Store(true)
+	seg.f = failingReads{seg.f, &fail}
+	for i := 1; i < 8; i++ { // p0 stays: a live record to move
+		if err := s.Remove(fmt.Sprintf("p%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return s.Checks().CompactErrors >= 1 })
+	fail.Store(false)
+	waitFor(t, func() bool { return s.log.get(seg.seq) == nil })
+	if _, err := os.Stat(seg.name); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the compacted segment's file: %v", err)
+	}
+	if got := readAll(t, s, "p0", "v"); !bytes.Equal(got, content(4000, 0)) {
+		t.Error("p0 lost by the compaction")
+	}
+}

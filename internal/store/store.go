@@ -71,7 +71,9 @@ type Store struct {
 	log         *segLog
 	small       [numStripes]map[pathKey][]smallEntry
 	compacting  atomic.Bool
-	compactCh   chan *segment
+	compactMu   sync.Mutex
+	compactQ    []*segment // guarded by compactMu
+	compactWake chan struct{}
 	compactStop chan struct{}
 	compactDone chan struct{}
 
