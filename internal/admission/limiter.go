@@ -260,6 +260,23 @@ func (l *Limiter) TryAcquire() bool {
 	}
 }
 
+// Admit is TryAcquire for a face that also refuses requests itself
+// (filehttp.Front): true with a free slot taken (give it back with
+// Release); false and an *OverloadedError when Wrap would refuse the
+// request at once (no free slot and the waiting room full; counted as
+// queue_full, as Wrap counts it); false and nil otherwise: the request
+// may wait, so the caller sends it through Wrap.
+func (l *Limiter) Admit() (bool, error) {
+	if l.TryAcquire() {
+		return true, nil
+	}
+	if l.waiting.Load() < int64(l.cfg.MaxQueue) {
+		return false, nil
+	}
+	l.m.queueFull.Inc()
+	return false, l.overloaded()
+}
+
 // Release gives back a slot TryAcquire took.
 func (l *Limiter) Release() { l.release() }
 

@@ -52,10 +52,19 @@ func Error(w http.ResponseWriter, status int, code, msg string) {
 		h.Set("Retry-After", "1")
 	}
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(struct {
-		Error string `json:"error"`
-		Code  string `json:"code"`
-	}{msg, code})
+	_ = json.NewEncoder(w).Encode(envelope{msg, code})
+}
+
+type envelope struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// ErrorBody is the body Error writes, for a face that writes its answers
+// itself (filehttp.Front's refusals).
+func ErrorBody(code, msg string) []byte {
+	b, _ := json.Marshal(envelope{msg, code})
+	return append(b, '\n')
 }
 
 // Unavailable answers 503 with a Retry-After of secs.

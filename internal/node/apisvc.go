@@ -118,6 +118,10 @@ type APIStatus struct {
 	// FrontServed is the plain reads the front answered itself since the
 	// start (the others went to net/http; docs/decisions/0018-front.md).
 	FrontServed uint64 `json:"front_served"`
+	// FrontRefused is the reads the front refused itself with 503
+	// overloaded (admission had no slot and no waiting place), without
+	// handing the connection to net/http.
+	FrontRefused uint64 `json:"front_refused"`
 	// TLSUntil is when the client ports' certificate expires (zero: no
 	// TLS).
 	TLSUntil time.Time `json:"tls_until,omitzero"`
@@ -128,6 +132,7 @@ func (a *apiService) Status() any {
 	a.mu.Lock()
 	for _, f := range a.fronts {
 		st.FrontServed += f.Served()
+		st.FrontRefused += f.Refused()
 	}
 	a.mu.Unlock()
 	if a.n.certs != nil {

@@ -38,9 +38,13 @@ type FrontOptions struct {
 	Allow func(authorization, key string) bool
 	// Slots, when set, is the client API's admission control: a read the
 	// front answers holds a slot; with none free, the read goes to
-	// net/http, which queues or refuses it (internal/admission).
+	// net/http, which queues it (internal/admission), unless admission
+	// refuses it at once: then the front answers the 503 itself (the
+	// JSON envelope and Retry-After net/http would send) and keeps the
+	// connection, so that a refusal costs no net/http request and the
+	// connection's next reads are still the front's.
 	Slots interface {
-		TryAcquire() bool
+		Admit() (bool, error)
 		Release()
 	}
 	// IdleTimeout closes a connection idle this long between requests;
@@ -66,7 +70,7 @@ type Front struct {
 	conns map[net.Conn]bool // held here; true while idle between requests
 	shut  bool
 
-	served atomic.Uint64
+	served, refused atomic.Uint64
 }
 
 // NewFront returns a front on ln answering plain reads for h; serve the
@@ -125,6 +129,9 @@ func (f *Front) OpenConnections() int {
 
 // Served returns the requests the front answered itself.
 func (f *Front) Served() uint64 { return f.served.Load() }
+
+// Refused returns the reads the front refused itself (503, admission).
+func (f *Front) Refused() uint64 { return f.refused.Load() }
 
 func (f *Front) finish(err error) {
 	f.stop.Do(func() {
@@ -200,18 +207,26 @@ func (f *Front) serveConn(c net.Conn) {
 			f.handOver(c, br)
 			return
 		}
-		rd := f.judge(h)
-		if rd == nil {
+		rd, refusal := f.judge(h)
+		var err error
+		switch {
+		case refusal != nil:
+			_, _ = br.Discard(h.n)
+			if err = f.refuse(c, h, refusal); err == nil {
+				f.refused.Add(1)
+			}
+		case rd == nil:
 			f.handOver(c, br)
 			return
-		}
-		_, _ = br.Discard(h.n)
-		err := f.answer(c, h, rd)
-		if f.o.Slots != nil {
-			f.o.Slots.Release()
-		}
-		if err == nil {
-			f.served.Add(1)
+		default:
+			_, _ = br.Discard(h.n)
+			err = f.answer(c, h, rd)
+			if f.o.Slots != nil {
+				f.o.Slots.Release()
+			}
+			if err == nil {
+				f.served.Add(1)
+			}
 		}
 		if err != nil || h.close {
 			f.drop(c)
@@ -256,27 +271,31 @@ func isTimeout(err error) bool {
 
 // judge opens the local copy h asks for, if this node may answer it here,
 // the caller may read it and a slot is free (then held); nil otherwise.
-func (f *Front) judge(h frontHead) *files.Reader {
+// A refusal is admission's answer to an allowed read when no slot is free
+// and none may be waited for (the front answers it).
+func (f *Front) judge(h frontHead) (rd *files.Reader, refusal error) {
 	if f.h.svc != nil && f.h.svc.Explains() {
-		return nil
+		return nil, nil
 	}
 	if f.o.Allow != nil && !f.o.Allow(h.auth, h.key) {
-		return nil
+		return nil, nil
 	}
-	if f.o.Slots != nil && !f.o.Slots.TryAcquire() {
-		return nil
+	if f.o.Slots != nil {
+		if ok, err := f.o.Slots.Admit(); !ok {
+			return nil, err
+		}
 	}
 	rd, err := f.open(context.Background(), h.key)
 	if err != nil {
 		if f.o.Slots != nil {
 			f.o.Slots.Release()
 		}
-		return nil // held elsewhere, missing, pending, no lease: net/http says so
+		return nil, nil // held elsewhere, missing, pending, no lease: net/http says so
 	}
 	if f.h.svc != nil {
 		f.h.svc.ReadAnswered(h.key)
 	}
-	return rd
+	return rd, nil
 }
 
 func (f *Front) drop(c net.Conn) {
