@@ -42,6 +42,7 @@ type monitorReader struct {
 
 	mu        sync.Mutex
 	prevFront uint64
+	prevRefus uint64 // the front's refusals (503s)
 	prevAt    time.Time
 
 	files     FilesInfo // the catalogue's figures, as last counted
@@ -110,14 +111,17 @@ func (m *monitorReader) read() history.Reading {
 	r.V[history.Conns] = float64(n.openConns())
 
 	// Requests: those net/http answered (with their latency) and the
-	// plain reads the front answered itself (counted only).
+	// plain reads the front answered or refused itself (counted only;
+	// refusals as errors too, as net/http's 503s are).
 	sec := m.requests.Take(now)
-	front := n.api.Status().(APIStatus).FrontServed
+	st := n.api.Status().(APIStatus)
+	front, refused := st.FrontServed, st.FrontRefused
 	m.mu.Lock()
-	if dt := now.Sub(m.prevAt).Seconds(); !m.prevAt.IsZero() && dt > 0 && front >= m.prevFront {
-		sec.Rate += float64(front-m.prevFront) / dt
+	if dt := now.Sub(m.prevAt).Seconds(); !m.prevAt.IsZero() && dt > 0 && front >= m.prevFront && refused >= m.prevRefus {
+		sec.Rate += float64(front-m.prevFront+refused-m.prevRefus) / dt
+		sec.Errors += float64(refused-m.prevRefus) / dt
 	}
-	m.prevFront, m.prevAt = front, now
+	m.prevFront, m.prevRefus, m.prevAt = front, refused, now
 	m.mu.Unlock()
 	r.V[history.RequestRate], r.V[history.ErrorRate] = sec.Rate, sec.Errors
 	r.V[history.P50], r.V[history.P99] = sec.P50, sec.P99
