@@ -37,14 +37,14 @@ type FrontOptions struct {
 	// explains the 401 or 403.
 	Allow func(authorization, key string) bool
 	// Slots, when set, is the client API's admission control: a read the
-	// front answers holds a slot; with none free, the read goes to
-	// net/http, which queues it (internal/admission), unless admission
-	// refuses it at once: then the front answers the 503 itself (the
-	// JSON envelope and Retry-After net/http would send) and keeps the
-	// connection, so that a refusal costs no net/http request and the
+	// front answers holds a slot, waiting for one as net/http's requests
+	// do (internal/admission). A read admission refuses (no slot, no
+	// waiting place, or the wait ran out) the front answers with the 503
+	// net/http would send (the JSON envelope, Retry-After) and keeps the
+	// connection: a refusal costs no net/http request, and the
 	// connection's next reads are still the front's.
 	Slots interface {
-		Admit() (bool, error)
+		Acquire(ctx context.Context) error
 		Release()
 	}
 	// IdleTimeout closes a connection idle this long between requests;
@@ -271,8 +271,8 @@ func isTimeout(err error) bool {
 
 // judge opens the local copy h asks for, if this node may answer it here,
 // the caller may read it and a slot is free (then held); nil otherwise.
-// A refusal is admission's answer to an allowed read when no slot is free
-// and none may be waited for (the front answers it).
+// A refusal is admission's answer to an allowed read (the front answers
+// it).
 func (f *Front) judge(h frontHead) (rd *files.Reader, refusal error) {
 	if f.h.svc != nil && f.h.svc.Explains() {
 		return nil, nil
@@ -281,7 +281,9 @@ func (f *Front) judge(h frontHead) (rd *files.Reader, refusal error) {
 		return nil, nil
 	}
 	if f.o.Slots != nil {
-		if ok, err := f.o.Slots.Admit(); !ok {
+		// No context a client's leaving cancels: one that leaves while
+		// its read waits holds its waiting place until the wait runs out.
+		if err := f.o.Slots.Acquire(context.Background()); err != nil {
 			return nil, err
 		}
 	}
