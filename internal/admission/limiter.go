@@ -242,8 +242,7 @@ func (l *Limiter) overloaded() error {
 
 func (l *Limiter) release() { <-l.slots }
 
-// TryAcquire takes a free slot without waiting, for a face that answers
-// some requests before net/http sees them (filehttp.Front). It reports
+// TryAcquire takes a free slot without waiting. It reports
 // false when no slot is free or requests already wait for one: the caller
 // then sends the request through Wrap, which queues or refuses it.
 // Release gives the slot back.
@@ -258,23 +257,6 @@ func (l *Limiter) TryAcquire() bool {
 	default:
 		return false
 	}
-}
-
-// Admit is TryAcquire for a face that also refuses requests itself
-// (filehttp.Front): true with a free slot taken (give it back with
-// Release); false and an *OverloadedError when Wrap would refuse the
-// request at once (no free slot and the waiting room full; counted as
-// queue_full, as Wrap counts it); false and nil otherwise: the request
-// may wait, so the caller sends it through Wrap.
-func (l *Limiter) Admit() (bool, error) {
-	if l.TryAcquire() {
-		return true, nil
-	}
-	if l.waiting.Load() < int64(l.cfg.MaxQueue) {
-		return false, nil
-	}
-	l.m.queueFull.Inc()
-	return false, l.overloaded()
 }
 
 // Release gives back a slot TryAcquire took.

@@ -3,7 +3,6 @@ package admission
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // patience bounds every wait for a state the test expects; it is only
@@ -539,45 +537,5 @@ func TestTryAcquire(t *testing.T) {
 	l.waiting.Add(1) // as if a request were queued
 	if l.TryAcquire() {
 		t.Fatal("a slot taken ahead of a waiting request")
-	}
-}
-
-// TestAdmit: a free slot is taken; with none, a request that may wait is
-// left to Wrap (no refusal), and one that may not is refused, counted as
-// queue_full.
-func TestAdmit(t *testing.T) {
-	for _, tc := range []struct {
-		name              string
-		queue, waiting    int
-		full              bool
-		wantOK, wantRefus bool
-	}{
-		{"a free slot", 1, 0, false, true, false},
-		{"full, room to wait", 1, 0, true, false, false},
-		{"full, waiting room full", 1, 1, true, false, true},
-		{"full, no waiting room", -1, 0, true, false, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			l := New(Config{MaxInFlight: 1, MaxQueue: tc.queue}, nil)
-			if tc.full && !l.TryAcquire() {
-				t.Fatal("no slot")
-			}
-			l.waiting.Add(int64(tc.waiting))
-			ok, err := l.Admit()
-			if ok != tc.wantOK || (err != nil) != tc.wantRefus {
-				t.Fatalf("Admit: %v %v, want %v and a refusal %v", ok, err, tc.wantOK, tc.wantRefus)
-			}
-			var oe *OverloadedError
-			if tc.wantRefus && (!errors.As(err, &oe) || !errors.Is(err, ErrOverloaded)) {
-				t.Fatalf("refusal %v is not an *OverloadedError", err)
-			}
-			want := 0.0
-			if tc.wantRefus {
-				want = 1
-			}
-			if got := testutil.ToFloat64(l.m.queueFull); got != want {
-				t.Fatalf("queue_full %v, want %v", got, want)
-			}
-		})
 	}
 }
