@@ -125,3 +125,58 @@ func rejected(t *testing.T, reg *prometheus.Registry) float64 {
 	}
 	return 0
 }
+
+// TestFrontWaitsForSlot: with every slot taken but room to wait, the front
+// keeps the connection and waits in admission's waiting room itself, then
+// goes on with the read once a slot is free (here: to net/http, the copy
+// being "held elsewhere").
+func TestFrontWaitsForSlot(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := admission.New(admission.Config{MaxInFlight: 1, MaxQueue: 1, QueueTimeout: time.Minute}, nil)
+	f := (&Handler{nodeHeader: []string{"n1"}}).NewFront(ln, FrontOptions{Slots: lim})
+	f.open = func(context.Context, string) (*files.Reader, error) {
+		return nil, &files.HeldElsewhereError{Path: "x", Node: "n2"}
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(echo)}
+	go srv.Serve(f)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	if !lim.TryAcquire() {
+		t.Fatal("no free slot")
+	}
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "GET /files/a HTTP/1.1\r\nHost: h\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, queued := lim.Stats(); queued == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the read never waited for a slot")
+		}
+	}
+	if n := f.OpenConnections(); n != 1 {
+		t.Fatalf("the front holds %d connections while the read waits, want 1 (handed over?)", n)
+	}
+	lim.Release()
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(b) != "GET /files/a " {
+		t.Fatalf("the read after its wait: %d %q", resp.StatusCode, b)
+	}
+}
