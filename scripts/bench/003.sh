@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Paper 003's experiment (issue 22 item 4) on the emulated-host testbed
+# (root): one cache node (s1) whose host has a memory limit (MEM MiB, page
+# cache included) below its disk tier's contents and a throttled disk
+# (DISKR MB/s read), an nginx origin on its own host (c1), and two load
+# generators on hosts of their own: c2 runs wrk over a catalogue of OBJS
+# objects of KIB KiB (64) (random paths, larger than the memory tier and than
+# the host's memory, so most requests read the disk tier), c3 runs wrk -c2
+# on one hot object (always in memory) whose p99 is read on its own.
+# Offered load is stepped by c2's connections (closed loop: wrk2 is not
+# installed, so no fixed rate), STEPS, each for DUR; both generators run
+# together. Twice: --proxy-bypass=false (paper 003's behaviour, every
+# request waits for the disk) and --proxy-bypass (decision 0042: a busy
+# disk's requests go to the origin). The disk tier is filled first by one
+# ordered pass over the catalogue (FILL seconds).
+#   scripts/bench/003.sh                  # ~5 minutes
+#   STEPS="4 16" DUR=5s scripts/bench/003.sh
+# Run it under the testbed lock: flock -w 1800 /work/notes/testbed.lock ...
+# Results: docs/bench/003/results.tsv (one line per mode and step, with
+# the date and the load average).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+modes=${MODES:-"false true"} steps=${STEPS:-"2 8 32 96"} dur=${DUR:-8s}
+objs=${OBJS:-4000} kib=${KIB:-64} mem=${MEM:-200} diskr=${DISKR:-4} fill=${FILL:-50}
+out=docs/bench/003; mkdir -p "$out"
+res=${RES:-$out/results.tsv}
+[ -f "$res" ] || printf 'date\tbypass\tconns\treq_per_s\tp50_ms\tp99_ms\thot_req_per_s\thot_p50_ms\thot_p99_ms\thits_mem\thits_disk\toverload\tmiss\terrors\tload\n' >"$res"
+lua=$PWD/scripts/bench/003-random.lua
+. scripts/bench/testbed.sh mtb3-
+chmod 755 "$work" # nginx's workers run as www-data
+cache=10.77.0.11 origin=10.77.0.101
+# the nodes' logs are kept in $LOGS (default /tmp/003-logs)
+logs=${LOGS:-/tmp/003-logs}
+cleanup() {
+  mkdir -p "$logs" && cp -r "$work"/tb/logs/. "$logs"/ 2>/dev/null || true
+  [ -f "$work/nginx/nginx.pid" ] && kill "$(cat "$work/nginx/nginx.pid")" 2>/dev/null || true
+  tb down >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+# the origin's catalogue: OBJS files of 32 KiB and one hot object
+mkdir -p "$work/www/o" "$work/nginx"
+head -c $((objs * kib * 1024)) /dev/urandom | split -b $((kib * 1024)) -a 5 -d - "$work/www/o/"
+head -c $((kib * 1024)) /dev/urandom >"$work/www/hot"
+chmod -R a+rX "$work/www"
+sed -e "s#NGINX_ROOT#$work/www#; s#127.0.0.1:NGINX_PORT#8000#; s#NGINX_DIR#$work/nginx#g" \
+  -e 's#root .*;#&\n\t\texpires 1h;#' scripts/bench/nginx.conf >"$work/nginx.conf"
+
+# counts: the proxy's results so far, "hit overload miss error", and the
+# bytes served from its memory and disk tiers (0 when it does not answer)
+counts() {
+  local m t
+  m=$(curl -s -m 5 "$cache:7946/metrics" | awk '
+    /^mure_cache_requests_total\{result="hit"\}/ {h = $2}
+    /^mure_cache_requests_total\{result="overload"\}/ {o = $2}
+    /^mure_cache_requests_total\{result="miss"\}/ {m = $2}
+    /^mure_cache_requests_total\{result="error"\}/ {e = $2}
+    END {printf "%d %d %d %d", h, o, m, e}')
+  t=$(curl -s -m 5 "$cache:7946/status" | jq -r '.services.proxy.counts | "\(.cache_memory_bytes // 0) \(.cache_disk_bytes // 0)"' 2>/dev/null || true)
+  echo "$m ${t:-0 0}"
+}
+# wrkout FILE: req/s, p50 and p99 in ms of one wrk --latency output
+wrkout() {
+  awk 'function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+    /Requests\/sec/ {r = $2} /^ +50%/ {p50 = ms($2)} /^ +99%/ {p99 = ms($2)}
+    END {printf "%.1f %.2f %.2f", r, p50, p99}' "$1"
+}
+
+for bypass in $modes; do
+  echo "== bypass=$bypass: up ($(uptime))"
+  tb down >/dev/null 2>&1 || true
+  GOMEMLIMIT=$((mem * 6 / 10))MiB tb up --servers 1 --clients 3 --unbalanced --server-link 1gbit --client-link 1gbit \
+    --server-cpu 0.4 --client-cpu 0.2 --memory "$mem" --disk loop --disk-size 1024 \
+    --disk-read "$diskr" --disk-write 40 \
+    --node-args "--proxy :8080 --proxy-origin http://$origin:8000 --proxy-memory 16MiB --proxy-disk 512MiB --proxy-bypass=$bypass" >/dev/null
+  tb exec c1 -- nginx -c "$work/nginx.conf" >"$work/nginx.out" 2>&1 &
+  npid=$!
+  for _ in $(seq 100); do tb exec c2 -- curl -sfo /dev/null "http://$origin:8000/hot" 2>/dev/null && break; sleep 0.1; done
+  tb exec c3 -- curl -sfo /dev/null "http://$cache:8080/hot"
+  # fill: one ordered pass (and more) over the catalogue
+  tb exec c2 -- env N="$objs" MODE=seq wrk -t1 -c2 -d"${fill}s" -s "$lua" "http://$cache:8080" >"$work/fill" 2>&1
+  echo "filled: $(wrkout "$work/fill") (req/s p50 p99); objects: $(curl -s -m 5 "$cache:7946/status" | jq -c '.services.proxy.tiers')"
+  if ! curl -sf -m 5 -o /dev/null "$cache:7946/healthz"; then
+    echo "the cache node does not answer after the fill (its memory limit? dmesg | grep oom); its log: $logs" >&2
+    exit 1
+  fi
+  for c in $steps; do
+    read -r _ o0 m0 e0 bm0 bd0 < <(counts)
+    la=$(cut -d' ' -f1 /proc/loadavg)
+    tb exec c2 -- env N="$objs" wrk -t2 -c"$c" -d"$dur" --timeout 10s --latency -s "$lua" "http://$cache:8080" >"$work/r" 2>&1 &
+    rp=$!
+    tb exec c3 -- wrk -t1 -c2 -d"$dur" --timeout 10s --latency "http://$cache:8080/hot" >"$work/h" 2>&1 || true
+    wait "$rp" || true
+    read -r _ o1 m1 e1 bm1 bd1 < <(counts)
+    line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$(date -u +%FT%TZ)" "$bypass" "$c" \
+      "$(wrkout "$work/r" | tr ' ' '\t')" "$(wrkout "$work/h" | tr ' ' '\t')" \
+      $(((bm1 - bm0) / (kib * 1024))) $(((bd1 - bd0) / (kib * 1024))) $((o1 - o0)) $((m1 - m0)) $((e1 - e0)) "$la")
+    echo "$line" | tee -a "$res"
+  done
+  [ -f "$work/nginx/nginx.pid" ] && kill "$(cat "$work/nginx/nginx.pid")" 2>/dev/null || true
+  wait "$npid" 2>/dev/null || true
+done
+echo "load after: $(uptime)"
