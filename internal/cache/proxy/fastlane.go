@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -46,7 +48,7 @@ func newFastLane(h *Handler) *fastLane {
 	l.rest = fasthttpadaptor.NewFastHTTPHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithCancel(l.base)
 		defer cancel()
-		h.ServeHTTP(w, r.WithContext(ctx))
+		h.ServeHTTP(w, owned(r.WithContext(ctx)))
 	}))
 	l.srv = &fasthttp.Server{
 		Handler:               l.handle,
@@ -155,4 +157,33 @@ func writeFast(ctx *fasthttp.RequestCtx, obj *tier.Object, now time.Time, st cac
 	ctx.SetStatusCode(obj.Status)
 	ctx.Response.SetBodyRaw(obj.Body)  // never modified: the tier's bodies are immutable
 	rh.SetContentLength(len(obj.Body)) // fasthttp leaves it out where a status has no body
+}
+
+// owned gives r strings of its own. fasthttpadaptor's request points into
+// the fasthttp request's buffers (its method, host, URI, header names and
+// values), which fasthttp reuses once the handler returns, while the proxy
+// keeps some of them longer: a Vary-selected request header is part of an
+// object's key, which the disk tier's writer reads after the answer (a
+// data race, and an object stored under another request's bytes).
+func owned(r *http.Request) *http.Request {
+	r.Method = strings.Clone(r.Method)
+	r.Proto = strings.Clone(r.Proto)
+	r.Host = strings.Clone(r.Host)
+	r.RequestURI = strings.Clone(r.RequestURI)
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+		r.URL = u
+	}
+	h := make(http.Header, len(r.Header))
+	for k, vs := range r.Header {
+		c := make([]string, len(vs))
+		for i, v := range vs {
+			c[i] = strings.Clone(v)
+		}
+		h[strings.Clone(k)] = c
+	}
+	r.Header = h
+	for i, v := range r.TransferEncoding {
+		r.TransferEncoding[i] = strings.Clone(v)
+	}
+	return r
 }
