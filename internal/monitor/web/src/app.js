@@ -200,6 +200,22 @@ function age(s) {
   return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min';
 }
 
+// placedWhy says why a session is on node, as mure session ls does: the
+// policy, the decider, and each candidate's figure the policy compared
+// (the chosen node starred; +N: placements in flight not counted in it).
+function placedWhy(node, p) {
+  if (!p) return 'asked';
+  const figs = (p.nodes || []).map((n) => {
+    let fig;
+    if (p.policy === 'most-free-memory') fig = `${Math.round((n.free_memory_bytes || 0) / 1048576)}MiB free`;
+    else if (p.policy === 'least-load') fig = `cpu ${Math.round(100 * (n.cpu || 0))}%`;
+    else fig = `${n.sessions || 0} sessions`;
+    if (n.in_flight > 0) fig += `+${n.in_flight}`;
+    return `${n.node === node ? '*' : ''}${n.node} ${fig}`;
+  });
+  return `${p.policy} by ${p.decider}: ${figs.join(', ')}`;
+}
+
 // drawSessions fills the sessions table: what api/sessions answers, which
 // holds no secret (no ticket, no web app's secret).
 function drawSessions(list) {
@@ -208,7 +224,8 @@ function drawSessions(list) {
     tr.dataset.session = s.id;
     tr.dataset.state = s.state === 'lost' ? 'down' : 'up';
     for (const [cls, text] of [['', s.id], ['', s.user], ['', s.kind], ['', s.node], ['', s.state],
-      ['num', age(s.idle_seconds)], ['num', age(s.age_seconds)], ['num', bytes(s.memory_bytes)], ['num', num(s.clients)]]) {
+      ['num', age(s.idle_seconds)], ['num', age(s.age_seconds)], ['num', bytes(s.memory_bytes)], ['num', num(s.clients)],
+      ['', placedWhy(s.node, s.placement)]]) {
       const td = document.createElement('td');
       if (cls) td.className = cls;
       td.textContent = text;
