@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,6 +127,8 @@ func TestSessionRun(t *testing.T) {
 		{"write a file", "PUT", "/files/x", "y", 403},
 		{"list files", "GET", "/list?prefix=", "", 403},
 		{"the status", "GET", "/status", "", 403},
+		{"the metrics", "GET", "/metrics", "", 403},
+		{"the history", "GET", "/history", "", 403},
 		{"make a token", "POST", "/auth/tokens", `{"user":"` + alice.name + `","name":"x"}`, 403},
 		{"a ticket for its own session", "POST", "/sessions/" + desk.ID + "/ticket", "", 403},
 		{"its own session", "GET", "/sessions/" + desk.ID, "", 404},
@@ -142,6 +146,12 @@ func TestSessionRun(t *testing.T) {
 			}
 		})
 	}
+	// The dashboard is outside the guard: its login asks the same.
+	t.Run("refuses the dashboard", func(t *testing.T) {
+		if resp, ck := uiCall(t, pc.HTTPAddr(1), "POST", "/ui/login", "", url.Values{"token": {tok}}, nil); resp.StatusCode != http.StatusForbidden || ck != nil {
+			t.Fatalf("a dashboard login with the session's credential: %d (cookie %v), want 403 and no cookie", resp.StatusCode, ck)
+		}
+	})
 	// Never written down: not in the nodes' files or logs.
 	for i := range 3 {
 		filepath.Walk(pc.Dir(i), func(p string, fi os.FileInfo, err error) error {

@@ -28,9 +28,12 @@ func (n *Node) uiConfig() monitor.UIConfig {
 func (n *Node) uiLogin(r *http.Request, user, password, token string) (string, error) {
 	g := n.auth.guard
 	if token != "" {
-		p, err := n.auth.authn.Bearer(token)
+		p, err := n.uiBearer(token)
 		if err != nil {
 			g.Audit.Warn("dashboard login failed", "via", "token", "remote", r.RemoteAddr, "err", err)
+			if errors.Is(err, errUISession) {
+				return "", &monitor.LoginError{Status: http.StatusForbidden, Code: api.CodeForbidden, Message: err.Error()}
+			}
 			return "", &monitor.LoginError{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: err.Error()}
 		}
 		g.Audit.Info("dashboard login", "user", p.Name(), "via", p.Via, "credential", p.Credential, "remote", r.RemoteAddr)
@@ -60,7 +63,7 @@ func (n *Node) uiLogin(r *http.Request, user, password, token string) (string, e
 // still good, or its user still exists.
 func (n *Node) uiCheck(user, token string) error {
 	if token != "" {
-		_, err := n.auth.authn.Bearer(token)
+		_, err := n.uiBearer(token)
 		return err
 	}
 	var ok bool
@@ -69,6 +72,21 @@ func (n *Node) uiCheck(user, token string) error {
 		return auth.ErrUnauthenticated
 	}
 	return nil
+}
+
+// errUISession refuses a session's credential at the dashboard's login.
+var errUISession = errors.New("a session's credential (MURE_SESSION_TOKEN) may only run that session's children (mure run), not open the dashboard: log in with the user's own token or password")
+
+// uiBearer is the caller of a dashboard token: one that may use the API,
+// as the guard asks of /status and /history. A session's credential
+// authenticates too, but may only Run (decision 0045), and the dashboard
+// is outside the guard.
+func (n *Node) uiBearer(token string) (auth.Principal, error) {
+	p, err := n.auth.authn.Bearer(token)
+	if err == nil && !p.Allowed(auth.Known, "") {
+		return auth.Principal{}, errUISession
+	}
+	return p, err
 }
 
 // isDashboard reports whether path is the dashboard's (it authenticates
