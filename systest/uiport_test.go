@@ -23,7 +23,9 @@ import (
 // slow reader and its connection limit reached, the monitoring port
 // (--ui-addr) still answers the dashboard (login, view, event stream),
 // /history, /metrics, /status and the health probes, with the client
-// API's authentication; it serves nothing else
+// API's authentication (every route, the guard's own check or the
+// dashboard's cookie, refuses a request without a credential); it serves
+// nothing else
 // (docs/decisions/0044-dashboard-under-overload.md).
 func TestMonitoringPort(t *testing.T) {
 	const maxConns = 8
@@ -84,7 +86,11 @@ func TestMonitoringPort(t *testing.T) {
 		{"/status", bearer(staticAdmin), http.StatusOK, `"ui": "` + ui + `"`},
 		{"/status", "", http.StatusUnauthorized, ""},
 		{"/metrics", bearer("scrape-me"), http.StatusOK, "mure_admission_in_flight 1"},
+		{"/metrics", "", http.StatusUnauthorized, ""},
 		{"/history", bearer(staticAdmin), http.StatusOK, c.ID(0)},
+		{"/history", "", http.StatusUnauthorized, ""},
+		{"/status/files/big", "", http.StatusUnauthorized, ""},
+		{"/ui/api/view", "", http.StatusUnauthorized, ""},
 		{"/files/big", bearer(staticAdmin), http.StatusNotFound, "the client API is at http://" + addr},
 		{"/config", bearer(staticAdmin), http.StatusNotFound, "monitoring port"},
 	} {
