@@ -46,14 +46,14 @@ func (e *encoding) set(gen uint64, b []byte) {
 func (sh *shared) published() { sh.gen.Add(1) }
 
 // viewJSON returns the view as JSON for user ("" for none), built at most
-// once per interval.
+// once per interval; it marks the view drawn (viewed).
 func (s *Service) viewJSON(user string) ([]byte, error) {
 	s.viewed.Store(time.Now().UnixNano())
 	e, gen := &s.shared.view, s.shared.gen.Load()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.fresh(gen) {
-		b, err := json.Marshal(s.view(""))
+		b, err := json.Marshal(s.view())
 		if err != nil {
 			return nil, err
 		}

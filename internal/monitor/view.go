@@ -37,9 +37,10 @@ type View struct {
 	Fields []history.Field `json:"fields"`
 }
 
-func (s *Service) view(user string) View {
-	s.viewed.Store(time.Now().UnixNano())
-	v := View{Node: s.self, User: user, ClusterID: s.cl.ClusterID(), Time: time.Now().Unix(), Members: s.cl.Members(), Fields: history.Fields[:]}
+// view builds the view without its user (viewJSON shares it and adds
+// the asker's).
+func (s *Service) view() View {
+	v := View{Node: s.self, ClusterID: s.cl.ClusterID(), Time: time.Now().Unix(), Members: s.cl.Members(), Fields: history.Fields[:]}
 	v.Leader, _ = s.cl.Leader()
 	v.Dispatcher, v.DispatcherHow = s.cl.Dispatcher()
 	if s.cfg.Extra != nil {
