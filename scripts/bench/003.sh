@@ -15,8 +15,9 @@
 # ordered pass over the catalogue (FILL seconds).
 #   scripts/bench/003.sh                  # ~3 minutes
 # MEM is 400 by default: at 96-200 the node was OOM-killed during the fill
-# (docs/benchmarks.md, paper 003), so the host's memory is not yet below the
-# disk tier's 250 MiB as the experiment wants.
+# (docs/benchmarks.md, paper 003: every body on disk was also kept in the
+# heap, since mended), so the host's memory is not yet below the disk tier's
+# 250 MiB as the experiment wants; try MEM=128 next.
 #   STEPS="4 16" DUR=5s scripts/bench/003.sh
 # Run it under the testbed lock: flock -w 1800 /work/notes/testbed.lock ...
 # Results: docs/bench/003/results.tsv (one line per mode and step, with

@@ -242,7 +242,8 @@ func (t *Tiers) Get(m *Meta) (*Object, error) {
 	// index naming the other response: the file, which landed last, wins.
 	t.mu.Lock()
 	if t.byID[id] == e && !e.meta.ResponseTime.Equal(o.ResponseTime) {
-		e.meta = &o.Meta
+		m := o.Meta // a copy, as in Put: not a pointer into the body's object
+		e.meta = &m
 		t.diskBytes += size - e.diskSize
 		e.diskSize = size
 	}
@@ -292,7 +293,10 @@ func (t *Tiers) Put(o *Object) error {
 	}
 	old := t.byID[o.ID()]
 	oldFile := old != nil && old.diskSize > 0
-	e := t.addLocked(&o.Meta) // drops old from the index, not its file
+	// The index keeps a copy of the meta: a pointer into o would keep o,
+	// and its body, alive as long as the object is on disk.
+	m := o.Meta
+	e := t.addLocked(&m) // drops old from the index, not its file
 	t.mu.Unlock()
 	for _, id := range dropped {
 		t.mem.Invalidate(id)

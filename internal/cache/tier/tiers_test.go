@@ -5,6 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,4 +228,32 @@ func fileSize(t *testing.T, tr *Tiers, id string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// TestDiskObjectsHoldNoBody: an object demoted to disk keeps only its meta
+// in memory. The index once pointed at the stored object's own Meta, an
+// interior pointer that kept the object, and with it the body, alive: the
+// memory tier's bound then bounded nothing, and paper 003's cache node
+// grew with its disk tier until the host's OOM killer took it.
+func TestDiskObjectsHoldNoBody(t *testing.T) {
+	const n, size = 48, 1 << 20
+	tr := open(t, Config{Dir: t.TempDir(), MemoryBytes: 4 << 20, WriteQueue: 1 << 30})
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		if err := tr.Put(object("k"+strconv.Itoa(i), strings.Repeat("b", size))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.Flush()
+	tr.mem.CleanUp()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if st := tr.Stats(); st.DiskObjects != n {
+		t.Fatalf("stats %+v: want every object on disk", st)
+	}
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 16<<20 {
+		t.Errorf("heap grew %d MiB for %d MiB on disk and a 4 MiB memory tier", grown>>20, n*size>>20)
+	}
 }
