@@ -297,29 +297,25 @@ func (t *Tiers) Put(o *Object) error {
 	// and its body, alive as long as the object is on disk.
 	m := o.Meta
 	e := t.addLocked(&m) // drops old from the index, not its file
+	// The disk write is queued before the object enters memory: the memory
+	// tier's admission may evict a newcomer at once, and an entry queued
+	// for writing stays indexed (onMemoryDeletion).
+	if t.disk != nil {
+		switch {
+		case !t.gate.busy() && t.writer.push(job{e: e, o: o}):
+			e.writing = true // its file replaces old's
+		case oldFile:
+			t.skipped.Add(1)
+			t.disk.remove(e.id) // old's file would come back at a restart
+		default:
+			t.skipped.Add(1)
+		}
+	}
 	t.mu.Unlock()
 	for _, id := range dropped {
 		t.mem.Invalidate(id)
 	}
-	// In memory first: the writer, finding its write failed, keeps the
-	// object only if memory holds it.
 	t.mem.Set(e.id, o)
-	if t.disk == nil {
-		return nil
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch {
-	case t.byID[e.id] != e:
-		// Replaced, removed or evicted already: nothing to write.
-	case !t.gate.busy() && t.writer.push(job{e: e, o: o}):
-		e.writing = true // its file replaces old's
-	case oldFile:
-		t.skipped.Add(1)
-		t.disk.remove(e.id) // old's file would come back at a restart
-	default:
-		t.skipped.Add(1)
-	}
 	return nil
 }
 
@@ -344,6 +340,8 @@ func (t *Tiers) write(j job) {
 		t.writeErrors.Add(1)
 		t.cfg.Logger.Warn("cache: could not write an object to disk; kept in memory only", "key", e.meta.Key, "err", err)
 		t.disk.remove(e.id)
+		// (Failing before Put has set it in memory leaves an unindexed copy
+		// there, which nothing finds and the memory tier evicts in time.)
 		if _, inMem := t.mem.GetIfPresent(e.id); !inMem {
 			t.dropLocked(e, false)
 		}
