@@ -43,7 +43,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# the origin's catalogue: OBJS files of 32 KiB and one hot object
+# the origin's catalogue: OBJS files of KIB KiB and one hot object
 mkdir -p "$work/www/o" "$work/nginx"
 head -c $((objs * kib * 1024)) /dev/urandom | split -b $((kib * 1024)) -a 5 -d - "$work/www/o/"
 head -c $((kib * 1024)) /dev/urandom >"$work/www/hot"
