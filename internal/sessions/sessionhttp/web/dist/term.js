@@ -127,7 +127,9 @@
       if (child) child();
       child = null;
       if (s.web) {
-        window.open(s.web, "_blank");
+        // noopener: the app is served from this origin (/web/ID/), and
+        // with a handle on this page it could reach its credential.
+        window.open(s.web, "_blank", "noopener");
         $("app-status").textContent = "opened " + s.web;
         return;
       }
