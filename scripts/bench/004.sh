@@ -85,7 +85,7 @@ app() {
 user() {
 	[ -n "${TRACE:-}" ] && set -x
 	local i=$1 u=p4u$1 tok node
-	tok=$(cat "$cfgdir/token-$i")
+	tok=$(cat "$toks/$i")
 	node=${nodes[$((i % ${#nodes[@]}))]}
 	# The user leaves by closing the window: Ctrl-] must reach mure run inside.
 	local attach="env MURE_NODE=$node MURE_TOKEN=$tok $work/mure session attach --detach-key none"
@@ -132,9 +132,13 @@ for cfg in $CONFIGS; do
 		--disk tmpfs --data-size 512 --auth --unbalanced --node-args "--config $work/kinds.conf" >"$cfgdir/up.log" 2>&1
 	mapfile -t nodes < <(jq -r '.hosts[] | select(.server) | .addr + ":7946"' "$work/tb/state.json")
 	admin=$(cat "$(jq -r '.hosts[] | select(.name == "s1") | .data' "$work/tb/state.json")/admin.token")
+	# The users' tokens: in $work (removed at exit, even an aborted run's),
+	# not in OUTDIR, which is committed; readable by root only.
+	toks=$work/tokens-$servers-$policy
+	mkdir -m 700 "$toks"
 	for i in $(seq "$USERS"); do
 		MURE_NODE=${nodes[0]} MURE_TOKEN=$admin "$work/mure" user add "p4u$i" --no-password >/dev/null
-		MURE_NODE=${nodes[0]} MURE_TOKEN=$admin "$work/mure" token create t --user "p4u$i" 2>/dev/null >"$cfgdir/token-$i"
+		MURE_NODE=${nodes[0]} MURE_TOKEN=$admin "$work/mure" token create t --user "p4u$i" 2>/dev/null >"$toks/$i"
 	done
 	echo 0 >"$cfgdir/logged-in"
 	echo "time_ms,user,what,start_ms,logged_in" >"$cfgdir/starts.csv"
@@ -152,7 +156,7 @@ for cfg in $CONFIGS; do
 	kill "$mon"; mon=
 	MURE_NODE=${nodes[0]} MURE_TOKEN=$admin "$work/mure" session ls --all --json >"$cfgdir/sessions.json"
 	uptime >>"$cfgdir/run.txt"
-	rm -f "$cfgdir"/token-* "$cfgdir/logged-in"
+	rm -rf "$toks" "$cfgdir/logged-in"
 	tmx kill-server 2>/dev/null || true
 	tmx new-session -d -s keep "sleep 100000"
 	for a in "${accounts[@]}"; do pkill -KILL -u "$a" 2>/dev/null || true; done
