@@ -166,3 +166,24 @@ func TestGuardNotCurrentAsksForRetry(t *testing.T) {
 		})
 	}
 }
+
+// A 503 from a node that may be behind is still a failed login: it counts
+// toward the limits per address and per user, so a guesser who finds a
+// lagging node gets no more tries than at a current one.
+func TestGuardNotCurrentStillLimits(t *testing.T) {
+	g := &authhttp.Guard{Auth: &auth.Authenticator{Records: meta.NewFSM(auth.NewPart()), Params: auth.TestHashParams()},
+		Classify: func(*http.Request) authhttp.Need { return authhttp.Need{Action: auth.Known} },
+		Limiter:  &auth.FailureLimiter{Burst: 2, Period: 1 << 40},
+		Current:  func() bool { return false }}
+	h := g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	for i, want := range []int{http.StatusServiceUnavailable, http.StatusServiceUnavailable, http.StatusTooManyRequests} {
+		r := httptest.NewRequest("GET", "/status", nil)
+		r.RemoteAddr = "127.0.0.1:5000"
+		r.Header.Set("Authorization", "Basic "+b64("alice:guess"))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != want {
+			t.Fatalf("attempt %d: %d %s, want %d", i+1, w.Code, w.Body, want)
+		}
+	}
+}
