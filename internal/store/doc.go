@@ -28,7 +28,8 @@
 // (later records win); a record whose header does not check ends its
 // segment (the unsynced tail of a power loss). Every read of a small blob
 // from disk checks its CRCs; a blob that fails is quarantined like a
-// file's. Each Open starts a new segment; a segment is sealed at 64 MiB;
+// file's. Stat, List and Walk read only a record's header and names,
+// whose CRC covers the content's size and sums. Each Open starts a new segment; a segment is sealed at 64 MiB;
 // a sealed one less than half live is compacted in the background
 // (compact.go). The invariants below are those of blobs in files of
 // their own.

@@ -10,8 +10,8 @@ import (
 	"strings"
 )
 
-// Stat returns the blob's size and checksum (from its sidecar) without
-// reading the content. A sidecar that does not match the data file's size
+// Stat returns the blob's size and checksum (from its sidecar, or a small
+// blob's record header) without reading the content. A sidecar that does not match the data file's size
 // yields an error wrapping ErrChecksum.
 func (s *Store) Stat(path, id string) (Info, error) {
 	if !validID(id) {
@@ -21,11 +21,11 @@ func (s *Store) Stat(path, id string) (Info, error) {
 		return Info{}, fmt.Errorf("store: stat %q/%s: %w", path, id, ErrClosed)
 	}
 	l := s.locate(path)
-	if _, rec, _, ok, err := s.readLocked(l, path, id); ok {
+	if info, ok, err := s.statSmall(l, path, id); ok {
 		if err != nil {
 			return Info{}, wrapErr("stat", path, id, err)
 		}
-		return smallInfo(&rec, path, id), nil
+		return info, nil
 	}
 	mu := &s.stripes[l.stripe]
 	mu.RLock()
@@ -114,7 +114,7 @@ func (s *Store) List(path string) ([]Info, error) {
 			break
 		}
 		var rec record
-		if rec, _, err = s.readSmall(path, e); err == nil {
+		if rec, err = s.headOf(path, e); err == nil {
 			infos = append(infos, smallInfo(&rec, path, e.id))
 		}
 	}
@@ -193,8 +193,8 @@ func (s *Store) Walk(fn func(Info) error) error {
 		return fmt.Errorf("store: walk: %w", err)
 	}
 	return s.eachSmall(func(l loc, path, id string) error {
-		if _, rec, _, ok, err := s.readLocked(l, path, id); ok && err == nil {
-			return fn(smallInfo(&rec, path, id))
+		if info, ok, err := s.statSmall(l, path, id); ok && err == nil {
+			return fn(info)
 		}
 		return nil // removed meanwhile, or corrupt (now in quarantine)
 	})
@@ -210,8 +210,8 @@ func (s *Store) eachSmall(fn func(l loc, path, id string) error) error {
 		s.stripes[i].RLock()
 		for _, es := range s.small[i] {
 			for _, e := range es {
-				if path, err := s.pathOf(e); err == nil {
-					blobs = append(blobs, blob{path, e.id})
+				if rec, err := s.readHead(e); err == nil {
+					blobs = append(blobs, blob{rec.path, e.id})
 				}
 			}
 		}

@@ -266,6 +266,39 @@ func TestSmallCorruption(t *testing.T) {
 	}
 }
 
+// Stat of a small blob reads its record's header and names, not its
+// content (as a file's Stat reads the sidecar): a flipped content byte is
+// found by the read, not by Stat; a flipped byte of the header's names is
+// ErrChecksum, then ErrNotFound (quarantined as a read would).
+func TestSmallStatReadsHeader(t *testing.T) {
+	s := openStore(t, t.TempDir(), Options{NoSync: true})
+	for _, p := range []string{"content", "names"} {
+		put(t, s, p, "v", content(3000, 1))
+	}
+	name, off, _, err := s.Where("content", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flip(t, name, off+100)
+	if st, err := s.Stat("content", "v"); err != nil || st.Size != 3000 || st.Sum != sumHex(content(3000, 1)) {
+		t.Errorf("Stat of a blob with corrupt content: %+v, %v", st, err)
+	}
+	if _, err := s.Open("content", "v"); !errors.Is(err, ErrChecksum) {
+		t.Errorf("Open of a blob with corrupt content: %v, want ErrChecksum", err)
+	}
+	name, off, _, err = s.Where("names", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flip(t, name, off-1) // the last byte of the id
+	if _, err := s.Stat("names", "v"); !errors.Is(err, ErrChecksum) {
+		t.Errorf("Stat of a blob with a corrupt header: %v, want ErrChecksum", err)
+	}
+	if _, err := s.Stat("names", "v"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Stat after its check: %v, want ErrNotFound", err)
+	}
+}
+
 func flip(t *testing.T, name string, off int64) {
 	t.Helper()
 	f, err := os.OpenFile(name, os.O_RDWR, 0)

@@ -161,8 +161,8 @@ func (s *Store) readSmall(path string, e smallEntry) (rec record, data []byte, e
 		return rec, nil, err
 	}
 	rec, data, err = decodeRecord(buf)
-	if err == nil && (rec.kind != recBlob || rec.path != path || rec.id != e.id) {
-		err = fmt.Errorf("%w: record of %q/%s where %q/%s was expected", errBadRecord, rec.path, rec.id, path, e.id)
+	if err == nil {
+		err = rec.isBlob(path, e.id)
 	}
 	if err != nil {
 		return rec, buf, fmt.Errorf("%w: %s at %d: %w", ErrChecksum, e.seg.name, e.off, err)
@@ -170,28 +170,49 @@ func (s *Store) readSmall(path string, e smallEntry) (rec record, data []byte, e
 	return rec, data, nil
 }
 
-// pathOf reads the path named by e's record header (the index does not
-// keep paths). Caller holds the stripe lock.
-func (s *Store) pathOf(e smallEntry) (string, error) {
+// isBlob checks that r is path's blob id.
+func (r *record) isBlob(path, id string) error {
+	if r.kind != recBlob || r.path != path || r.id != id {
+		return fmt.Errorf("%w: record of %q/%s where %q/%s was expected", errBadRecord, r.path, r.id, path, id)
+	}
+	return nil
+}
+
+// readHead reads and checks e's record without its content: the header,
+// whose CRC covers the content's size, CRC and SHA-256, then the path and
+// id. Enough for Stat, List and Walk, which do not read the content.
+// Caller holds the stripe lock.
+func (s *Store) readHead(e smallEntry) (record, error) {
 	h := make([]byte, recHeader+256)
 	n, err := e.seg.f.ReadAt(h, e.offset())
 	if n < recHeader {
-		return "", fmt.Errorf("%s at %d: %w", e.seg.name, e.off, err)
+		return record{}, fmt.Errorf("%s at %d: %w", e.seg.name, e.off, err)
 	}
 	rec, pathLen, idLen, err := decodeHeader(h[:recHeader])
-	if err != nil {
-		return "", err
+	if err == nil {
+		if need := recHeader + pathLen + idLen; need > n {
+			h = make([]byte, need)
+			if _, err := e.seg.f.ReadAt(h, e.offset()); err != nil {
+				return record{}, err
+			}
+		}
+		err = checkNames(&rec, h[:recHeader], h[recHeader:recHeader+pathLen+idLen], idLen)
 	}
-	if need := recHeader + pathLen + idLen; need > n {
-		h = make([]byte, need)
-		if _, err := e.seg.f.ReadAt(h, e.offset()); err != nil {
-			return "", err
+	if err != nil {
+		return record{}, fmt.Errorf("%w: %s at %d: %w", ErrChecksum, e.seg.name, e.off, err)
+	}
+	return rec, nil
+}
+
+// headOf is readHead of path's blob e.id, checked to be that blob.
+func (s *Store) headOf(path string, e smallEntry) (record, error) {
+	rec, err := s.readHead(e)
+	if err == nil {
+		if err = rec.isBlob(path, e.id); err != nil {
+			err = fmt.Errorf("%w: %s at %d: %w", ErrChecksum, e.seg.name, e.off, err)
 		}
 	}
-	if err := checkNames(&rec, h[:recHeader], h[recHeader:recHeader+pathLen+idLen], idLen); err != nil {
-		return "", err
-	}
-	return rec.path, nil
+	return rec, err
 }
 
 // readLocked reads (path, id) under its stripe's read lock. ok is false
@@ -208,6 +229,27 @@ func (s *Store) readLocked(l loc, path, id string) (e smallEntry, rec record, da
 		s.smallFailed(l, path, e, data)
 	}
 	return e, rec, data, ok, err
+}
+
+// statSmall is Stat of a small blob, from its record's header (readHead).
+// A record found bad is read whole, checked and quarantined as a read
+// would (readLocked). ok is false when it is not a small blob.
+func (s *Store) statSmall(l loc, path, id string) (info Info, ok bool, err error) {
+	mu := &s.stripes[l.stripe]
+	mu.RLock()
+	e, ok := s.indexGet(l, path, id)
+	var rec record
+	if ok {
+		rec, err = s.headOf(path, e)
+	}
+	mu.RUnlock()
+	if ok && err != nil {
+		_, rec, _, ok, err = s.readLocked(l, path, id)
+	}
+	if !ok || err != nil {
+		return Info{}, ok, err
+	}
+	return smallInfo(&rec, path, id), true, nil
 }
 
 func smallInfo(rec *record, path, id string) Info {
