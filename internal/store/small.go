@@ -268,8 +268,7 @@ func (s *Store) verifySmall(l loc, path, id string) (info Info, ok bool, err err
 		s.smallFailed(l, path, e, data)
 		return info, true, fmt.Errorf("%w: want sha256 %s, got %x", ErrChecksum, info.Sum, sum)
 	}
-	s.stats.verified.Add(1)
-	s.stats.verifiedBytes.Add(rec.size)
+	s.passed(l, id, rec.size)
 	return info, true, nil
 }
 
