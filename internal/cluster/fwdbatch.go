@@ -154,7 +154,8 @@ func (f *forwarder) sendEach(batch []*forwardItem) {
 }
 
 // sendBatch sends batch in one request, bounded by the latest of its
-// callers' deadlines, and hands each caller its answer.
+// callers' deadlines and at least 10 s (a caller may have none), and
+// hands each caller its answer.
 func (f *forwarder) sendBatch(batch []*forwardItem) {
 	deadline := time.Now().Add(10 * time.Second)
 	items := make([]batchItem, len(batch))
