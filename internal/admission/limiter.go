@@ -242,24 +242,7 @@ func (l *Limiter) overloaded() error {
 
 func (l *Limiter) release() { <-l.slots }
 
-// TryAcquire takes a free slot without waiting. It reports
-// false when no slot is free or requests already wait for one: the caller
-// then sends the request through Wrap, which queues or refuses it.
-// Release gives the slot back.
-func (l *Limiter) TryAcquire() bool {
-	if l.waiting.Load() > 0 {
-		return false
-	}
-	select {
-	case l.slots <- struct{}{}:
-		l.m.wait.Observe(0)
-		return true
-	default:
-		return false
-	}
-}
-
-// Release gives back a slot TryAcquire took.
+// Release gives back a slot Acquire took.
 func (l *Limiter) Release() { l.release() }
 
 func (l *Limiter) reject(w http.ResponseWriter) {

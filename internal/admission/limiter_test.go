@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -520,22 +521,25 @@ func TestBurst(t *testing.T) {
 	}
 }
 
-// TestTryAcquire: a free slot is taken without waiting; none is when every
-// slot is taken or a request waits for one (it is not overtaken).
-func TestTryAcquire(t *testing.T) {
-	l := New(Config{MaxInFlight: 1, MaxQueue: 1}, nil)
-	if !l.TryAcquire() {
-		t.Fatal("no slot taken from an idle limiter")
+// TestAcquire: a face that answers in its own format takes a free slot
+// without waiting; with every slot taken and no waiting room it is refused
+// with an *OverloadedError that says how loaded the node was; Release
+// gives the slot back.
+func TestAcquire(t *testing.T) {
+	l := New(Config{MaxInFlight: 1, MaxQueue: -1, RetryAfter: 3}, nil)
+	ctx := context.Background()
+	if err := l.Acquire(ctx); err != nil {
+		t.Fatalf("no slot taken from an idle limiter: %v", err)
 	}
-	if l.TryAcquire() {
-		t.Fatal("a second slot taken from a limiter of one")
+	var over *OverloadedError
+	if err := l.Acquire(ctx); !errors.As(err, &over) || !errors.Is(err, ErrOverloaded) || over.InFlight != 1 || over.RetryAfter != 3 {
+		t.Fatalf("a second slot from a limiter of one: %v (%+v), want an OverloadedError", err, over)
 	}
 	l.Release()
 	if in, _ := l.Stats(); in != 0 {
 		t.Fatalf("%d in flight after Release", in)
 	}
-	l.waiting.Add(1) // as if a request were queued
-	if l.TryAcquire() {
-		t.Fatal("a slot taken ahead of a waiting request")
+	if err := l.Acquire(ctx); err != nil {
+		t.Fatalf("no slot taken after Release: %v", err)
 	}
 }

@@ -38,7 +38,7 @@ func TestFrontRefuses(t *testing.T) {
 		defer cancel()
 		srv.Shutdown(ctx)
 	})
-	if !lim.TryAcquire() { // the one slot, held by a read in flight
+	if lim.Acquire(context.Background()) != nil { // the one slot, held by a read in flight
 		t.Fatal("no free slot")
 	}
 
@@ -147,7 +147,7 @@ func TestFrontWaitsForSlot(t *testing.T) {
 		defer cancel()
 		srv.Shutdown(ctx)
 	})
-	if !lim.TryAcquire() {
+	if lim.Acquire(context.Background()) != nil {
 		t.Fatal("no free slot")
 	}
 	c, err := net.Dial("tcp", ln.Addr().String())
