@@ -269,10 +269,10 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// judge opens the local copy h asks for, if this node may answer it here,
-// the caller may read it and a slot is free (then held); nil otherwise.
-// A refusal is admission's answer to an allowed read (the front answers
-// it).
+// judge opens the local copy h asks for, if this node may answer it here
+// and the caller may read it, holding an admission slot (waited for as
+// net/http's requests wait); nil otherwise. A refusal is admission's
+// answer to an allowed read (the front answers it).
 func (f *Front) judge(h frontHead) (rd *files.Reader, refusal error) {
 	if f.h.svc != nil && f.h.svc.Explains() {
 		return nil, nil
