@@ -36,7 +36,7 @@ func TestFrontRefusesAndKeeps(t *testing.T) {
 		t.Fatal(err)
 	}
 	testcluster.WaitFor(t, 10*time.Second, "the write to hold the slot", func() bool {
-		return strings.Contains(scrape(t, addr), "\nmure_admission_in_flight 1\n")
+		return scrapeMetric(t, addr, "mure_admission_in_flight") == 1
 	})
 
 	r, err := net.Dial("tcp", addr)
@@ -84,7 +84,7 @@ func TestFrontRefusesAndKeeps(t *testing.T) {
 		t.Fatalf("the slow write: %v %v", resp, err)
 	}
 	testcluster.WaitFor(t, 10*time.Second, "the write to free the slot", func() bool {
-		return strings.Contains(scrape(t, addr), "\nmure_admission_in_flight 0\n")
+		return scrapeMetric(t, addr, "mure_admission_in_flight") == 0
 	})
 	before := frontServed(t, c, 0)
 	if status, body := ask("GET /files/refuse/a HTTP/1.1\r\nHost: x\r\n\r\n"); status != http.StatusOK || !strings.HasSuffix(body, "hello") {
@@ -111,18 +111,4 @@ func apiStatus(t *testing.T, c *testcluster.Cluster) node.APIStatus {
 		t.Fatalf("api status: %v %v", ok, err)
 	}
 	return st
-}
-
-// scrape returns node addr's /metrics.
-func scrape(t *testing.T, addr string) string {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+testcluster.TokenFor(addr))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }
