@@ -1,6 +1,7 @@
 package systest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -51,15 +52,7 @@ func TestReadNearestZone(t *testing.T) {
 	for k := 0; k < 20 && path == ""; k++ {
 		p := fmt.Sprint("near/", k)
 		put(t, c.Client(k%len(zones)), p, "payload "+p)
-		testcluster.WaitFor(t, 10*time.Second, p+" replicated to two nodes, everywhere", func() bool {
-			for _, nd := range c.Nodes {
-				f := nd.Cluster().FSM().File(p)
-				if f == nil || f.Suspended() || len(f.Valid) != 2 {
-					return false
-				}
-			}
-			return true
-		})
+		waitTwoCopies(t, c, p)
 		v := c.Nodes[0].Cluster().FSM().File(p).Valid
 		if zoneOf[v[0]] != zoneOf[v[1]] {
 			path, valid = p, slices.Clone(v)
@@ -95,18 +88,8 @@ func TestReadNearestZone(t *testing.T) {
 			if got := resp.Header.Get("X-Mure-Forwarded-From"); resp.StatusCode != http.StatusOK || got != want || string(body) != "payload "+path {
 				t.Fatalf("forwarded GET: %d from %q, %q; want 200 from %s (same zone)", resp.StatusCode, got, body, want)
 			}
-			raw, err := c.Client(i).FileStatus(ctx, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var st struct {
-				ReadOrder []files.ReadChoice `json:"read_order"`
-			}
-			if err := json.Unmarshal(raw, &st); err != nil {
-				t.Fatal(err)
-			}
-			if len(st.ReadOrder) != 2 || st.ReadOrder[0].Node != want || !strings.HasPrefix(st.ReadOrder[0].Reason, "same zone "+zones[i]) {
-				t.Fatalf("read order %+v, want %s first, same zone %s", st.ReadOrder, want, zones[i])
+			if order := readOrderAt(ctx, t, c, i, path); len(order) != 2 || order[0].Node != want || !strings.HasPrefix(order[0].Reason, "same zone "+zones[i]) {
+				t.Fatalf("read order %+v, want %s first, same zone %s", order, want, zones[i])
 			}
 		})
 	}
@@ -132,15 +115,7 @@ func TestReadNearestRTT(t *testing.T) {
 	}
 	const path = "near/rtt"
 	put(t, c.Client(0), path, "payload")
-	testcluster.WaitFor(t, 10*time.Second, path+" replicated to two nodes, everywhere", func() bool {
-		for _, nd := range c.Nodes {
-			f := nd.Cluster().FSM().File(path)
-			if f == nil || f.Suspended() || len(f.Valid) != 2 {
-				return false
-			}
-		}
-		return true
-	})
+	waitTwoCopies(t, c, path)
 	valid := c.Nodes[0].Cluster().FSM().File(path).Valid
 	reader, holders := -1, map[string]int{}
 	for i, nd := range c.Nodes {
@@ -150,19 +125,6 @@ func TestReadNearestRTT(t *testing.T) {
 			reader = i
 		}
 	}
-	order := func() []files.ReadChoice {
-		raw, err := c.Client(reader).FileStatus(ctx, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st struct {
-			ReadOrder []files.ReadChoice `json:"read_order"`
-		}
-		if err := json.Unmarshal(raw, &st); err != nil {
-			t.Fatal(err)
-		}
-		return st.ReadOrder
-	}
 	const delay = 20 * time.Millisecond
 	for round, far := range valid {
 		near := valid[1-round]
@@ -170,7 +132,7 @@ func TestReadNearestRTT(t *testing.T) {
 		c.Nodes[holders[far]].Transport().SetGossipDelay(delay)
 		var got []files.ReadChoice
 		testcluster.WaitFor(t, 20*time.Second, fmt.Sprintf("round %d: %s measured nearer than %s (delayed)", round, near, far), func() bool {
-			got = order()
+			got = readOrderAt(ctx, t, c, reader, path)
 			return len(got) == 2 && got[0].Node == near && got[0].RTTMillis > 0 && got[1].RTTMillis >= float64(delay.Milliseconds())
 		})
 		if !strings.Contains(got[0].Reason, "rtt ") {
@@ -182,4 +144,35 @@ func TestReadNearestRTT(t *testing.T) {
 		}
 		t.Logf("round %d: read order from %s: %+v", round, c.ID(reader), got)
 	}
+}
+
+// waitTwoCopies waits until every node sees path released with two valid
+// copies.
+func waitTwoCopies(t *testing.T, c *testcluster.Cluster, path string) {
+	t.Helper()
+	testcluster.WaitFor(t, 10*time.Second, path+" replicated to two nodes, everywhere", func() bool {
+		for _, nd := range c.Nodes {
+			f := nd.Cluster().FSM().File(path)
+			if f == nil || f.Suspended() || len(f.Valid) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// readOrderAt is the read order of path that node i's FileStatus gives.
+func readOrderAt(ctx context.Context, t *testing.T, c *testcluster.Cluster, i int, path string) []files.ReadChoice {
+	t.Helper()
+	raw, err := c.Client(i).FileStatus(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		ReadOrder []files.ReadChoice `json:"read_order"`
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.ReadOrder
 }
