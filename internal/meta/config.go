@@ -109,7 +109,7 @@ func init() {
 		{Key: CfgDurability, Default: "two", Validate: oneOf(CfgDurability, "two", "local")},
 		{Key: CfgResume, Default: "idle", Validate: oneOf(CfgResume, "idle", "immediate", "reads")},
 		{Key: CfgResumeIdle, Default: "1s", Validate: validateResumeIdle},
-		{Key: CfgResumeReads, Default: "3", Validate: validateResumeReads},
+		{Key: CfgResumeReads, Default: "3", Validate: intIn(CfgResumeReads, "reads", 1, 1000)},
 		{Key: CfgReplicationRate, Default: "64MiB", Validate: validateReplicationRate},
 		{Key: CfgHotReads, Default: "100", Validate: intIn(CfgHotReads, "reads per second", 0, 1_000_000), Namespace: NSCore, Version: 4},
 		{Key: CfgHotWindow, Default: "10s", Validate: durationIn(CfgHotWindow, 100*time.Millisecond, time.Hour), Namespace: NSCore, Version: 4},
@@ -133,13 +133,6 @@ func validateReplication(value string) error {
 func validateResumeIdle(value string) error {
 	if d, err := time.ParseDuration(value); err != nil || d < 0 || d > 24*time.Hour {
 		return fmt.Errorf("%s must be a duration such as 1s or 500ms (up to 24h), not %q", CfgResumeIdle, value)
-	}
-	return nil
-}
-
-func validateResumeReads(value string) error {
-	if n, err := strconv.Atoi(value); err != nil || n < 1 || n > 1000 {
-		return fmt.Errorf("%s must be a number of reads from 1 to 1000, not %q", CfgResumeReads, value)
 	}
 	return nil
 }
