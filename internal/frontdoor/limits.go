@@ -101,16 +101,9 @@ func (c *limitedConn) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(c.Conn, r)
 }
 
-// tcp returns the TCP connection underneath, so that the relay's copies
-// use splice(2); nil if there is none.
-func (c *limitedConn) tcp() *net.TCPConn {
-	tc, _ := c.Conn.(*net.TCPConn)
-	return tc
-}
-
 // TCPConn returns the TCP connection underneath (nil if there is none),
-// for servers that write with calls net.Conn does not offer (writev,
-// MSG_MORE; filehttp's front).
+// for the relay's copies (splice(2)) and for servers that write with
+// calls net.Conn does not offer (writev, MSG_MORE; filehttp's front).
 func (c *limitedConn) TCPConn() *net.TCPConn { return tcpOf(c.Conn) }
 
 // CloseWrite half-closes, for the relay.

@@ -57,8 +57,8 @@ func (d *Door) relay(c net.Conn) {
 		}
 	}()
 	src := c
-	if lc, ok := c.(*limitedConn); ok && lc.tcp() != nil {
-		src = lc.tcp()
+	if lc, ok := c.(*limitedConn); ok && lc.TCPConn() != nil {
+		src = lc.TCPConn()
 	}
 	first := make([]byte, firstRead)
 	_ = src.SetReadDeadline(time.Now().Add(d.cfg.HeaderTimeout))
@@ -198,8 +198,8 @@ func (c *localConn) Close() error {
 
 // ReadFrom keeps sendfile for files the node sends.
 func (c *localConn) ReadFrom(r io.Reader) (int64, error) {
-	if lc, ok := c.Conn.(*limitedConn); ok && lc.tcp() != nil {
-		return lc.tcp().ReadFrom(r)
+	if lc, ok := c.Conn.(*limitedConn); ok && lc.TCPConn() != nil {
+		return lc.TCPConn().ReadFrom(r)
 	}
 	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
