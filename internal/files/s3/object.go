@@ -170,12 +170,13 @@ func (h *Handler) getObject(q *request) {
 }
 
 // leadingRange is a request's Range when it is one range from a known
-// offset ("bytes=A-B" or "bytes=A-") and no If-Range makes it conditional:
-// its offset and length (0: to the end). Other forms (suffixes, several
-// ranges) are left to http.ServeContent over the whole object.
+// offset ("bytes=A-B" or "bytes=A-"): its offset and length (0: to the
+// end). Other forms (suffixes, several ranges) are left to
+// http.ServeContent over the whole object. If-Range plays no part: S3
+// ignores it, and getObject drops it before either path.
 func leadingRange(h http.Header) (off, n int64, ok bool) {
 	spec, found := strings.CutPrefix(h.Get("Range"), "bytes=")
-	if !found || h.Get("If-Range") != "" || strings.Contains(spec, ",") {
+	if !found || strings.Contains(spec, ",") {
 		return 0, 0, false
 	}
 	a, b, _ := strings.Cut(strings.TrimSpace(spec), "-")
