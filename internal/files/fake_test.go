@@ -52,6 +52,9 @@ type fakeCluster struct {
 	// noV3 refuses a commit with an MD5 or attributes, as a cluster with
 	// a voter older than core v3 does.
 	noV3 bool
+	// noV4 refuses a conditional drop (Drop.Keep), as a cluster with a
+	// voter older than core v4 does.
+	noV4 bool
 	// lostAnswers makes every Apply lose its first answer: the command is
 	// applied, then re-sent and applied again, as cluster.Apply retries,
 	// and the second result is returned.
@@ -171,7 +174,7 @@ func (s *fakeSeat) Apply(ctx context.Context, cmd meta.Command) (*meta.Result, e
 	if err := ctx.Err(); err != nil {
 		return nil, err // as raft's proposal would fail
 	}
-	if cmd.Take && s.c.noTake || (cmd.MD5 != "" || cmd.Attrs != nil) && s.c.noV3 {
+	if cmd.Take && s.c.noTake || (cmd.MD5 != "" || cmd.Attrs != nil) && s.c.noV3 || cmd.Keep > 0 && s.c.noV4 {
 		return nil, fmt.Errorf("fake: %w", meta.ErrUnsupported)
 	}
 	if s.c.lostAnswers {

@@ -401,12 +401,19 @@ func (s *Service) dropHot(ctx context.Context, path string, replicas int) {
 
 // proposeDrop drops this node's copy of f from the catalogue (Keep:
 // replicas) and removes the blob. It reports whether the copy may be
-// served again: the drop was refused, or this node has applied it.
+// served again: the drop was refused (by the catalogue, or by a cluster
+// without core v4), or this node has applied it.
 func (s *Service) proposeDrop(ctx context.Context, f *meta.File, replicas int) bool {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()
 	res, err := s.cl.Apply(ctx, meta.Command{Kind: meta.KindDrop, Path: f.Path, Version: f.Version, Node: s.self, Keep: max(replicas, 1)})
 	switch {
+	case errors.Is(err, meta.ErrUnsupported):
+		// A voter's binary predates conditional drops (a rolling
+		// upgrade): refused before the log, so the copy is still valid
+		// here and fenced by writes, one of the file's copies from now on.
+		s.log.Info("hot file cooled; its copy here is kept: conditional drops need core v4 on every voter", "path", f.Path)
+		return true
 	case err != nil:
 		s.log.Warn("drop hot copy", "path", f.Path, "err", err)
 		return false // maybe applied: not served until known

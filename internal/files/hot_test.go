@@ -102,13 +102,23 @@ func TestHotRoundWants(t *testing.T) {
 }
 
 // TestHotRoundCools: a wanted file whose copy is valid here is dropped
-// once read below half the threshold for hot.cool, not before, and not
-// when it is the file's only copy (meta.ErrKeep).
+// once read below half the threshold for hot.cool, not before; it is kept
+// (and served, no longer counted as hot) when it is the file's only copy
+// (meta.ErrKeep) or when a voter predates conditional drops (core v4).
 func TestHotRoundCools(t *testing.T) {
-	for _, only := range []bool{false, true} {
-		name := map[bool]string{false: "extra copy dropped", true: "only copy kept"}[only]
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		only      bool // a's copy is dropped first: b's is the only one
+		noV4      bool
+		wantValid []string
+	}{
+		{"extra copy dropped", false, false, []string{"a"}},
+		{"only copy kept", true, false, []string{"b"}},
+		{"a voter without core v4: kept", false, true, []string{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			c := hotCluster(t, "x")
+			c.noV4 = tc.noV4
 			b := c.svcs["b"]
 			ctx := context.Background()
 			b.hotRound(ctx, hotCfg(4), map[string]int{"x": 10}, time.Second)
@@ -119,7 +129,7 @@ func TestHotRoundCools(t *testing.T) {
 			if b.hot.added.Load() != 1 {
 				t.Fatalf("%d hot copies added, want 1", b.hot.added.Load())
 			}
-			if only {
+			if tc.only {
 				c.apply(meta.Command{Kind: meta.KindDrop, Path: "x", Version: f.Version, Node: "a"})
 			}
 			b.hotRound(ctx, hotCfg(4), map[string]int{"x": 3}, time.Second) // still warm
@@ -132,17 +142,15 @@ func TestHotRoundCools(t *testing.T) {
 			if len(wanted(b)) != 0 || b.hot.isRetiring("x") {
 				t.Fatalf("after cooling: wanted %v, retiring %v", wanted(b), b.hot.isRetiring("x"))
 			}
-			if only {
-				if !slices.Equal(got, []string{"b"}) || b.hot.dropped.Load() != 0 {
-					t.Fatalf("only copy: valid %v, %d dropped; want kept on b", got, b.hot.dropped.Load())
-				}
-				return
+			wantDropped := uint64(0)
+			if !slices.Contains(tc.wantValid, "b") {
+				wantDropped = 1
 			}
-			if !slices.Equal(got, []string{"a"}) || b.hot.dropped.Load() != 1 {
-				t.Fatalf("valid %v, %d dropped; want b's copy dropped", got, b.hot.dropped.Load())
+			if !slices.Equal(got, tc.wantValid) || b.hot.dropped.Load() != wantDropped {
+				t.Fatalf("valid %v, %d dropped; want valid %v, %d dropped", got, b.hot.dropped.Load(), tc.wantValid, wantDropped)
 			}
-			if _, err := b.st.Stat("x", f.BlobID); err == nil {
-				t.Fatal("the dropped copy's blob is still on b")
+			if _, err := b.st.Stat("x", f.BlobID); (err == nil) != (wantDropped == 0) {
+				t.Fatalf("b's blob after cooling: %v; want it gone only when dropped", err)
 			}
 		})
 	}
