@@ -14,16 +14,16 @@ import (
 	"github.com/mure-dev/mure/internal/files"
 )
 
-// startHandOverFront serves handler with net/http behind a front that never
-// answers itself (every key is "held elsewhere"): everything it reads must
-// reach net/http unchanged.
-func startHandOverFront(t *testing.T, handler http.HandlerFunc) (addr string, opened *int) {
+// startHandOverFront serves handler with net/http behind a front (options
+// o) that never answers a read itself (every key is "held elsewhere"):
+// everything it reads must reach net/http unchanged.
+func startHandOverFront(t *testing.T, o FrontOptions, handler http.Handler) (f *Front, addr string, opened *int) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := (&Handler{nodeHeader: []string{"n1"}}).NewFront(ln, FrontOptions{})
+	f = (&Handler{nodeHeader: []string{"n1"}}).NewFront(ln, o)
 	opened = new(int)
 	f.open = func(context.Context, string) (*files.Reader, error) {
 		*opened++
@@ -36,7 +36,7 @@ func startHandOverFront(t *testing.T, handler http.HandlerFunc) (addr string, op
 		defer cancel()
 		srv.Shutdown(ctx)
 	})
-	return ln.Addr().String(), opened
+	return f, ln.Addr().String(), opened
 }
 
 // echo answers "METHOD PATH BODY" and, for /redirect, a 307 without
@@ -57,7 +57,7 @@ func echo(w http.ResponseWriter, r *http.Request) {
 // 100-continue is answered by net/http, so a refused body is never asked
 // for).
 func TestFrontHandsOver(t *testing.T) {
-	addr, opened := startHandOverFront(t, echo)
+	_, addr, opened := startHandOverFront(t, FrontOptions{}, http.HandlerFunc(echo))
 	for _, tc := range []struct {
 		name, send string
 		want       []string // in order in the answer
@@ -116,7 +116,7 @@ func roundTrip(t *testing.T, addr, send string) string {
 // TestFrontSlowHead: a head that arrives in pieces is put together before
 // it is judged.
 func TestFrontSlowHead(t *testing.T) {
-	addr, _ := startHandOverFront(t, echo)
+	_, addr, _ := startHandOverFront(t, FrontOptions{}, http.HandlerFunc(echo))
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mure-dev/mure/internal/admission"
-	"github.com/mure-dev/mure/internal/files"
 )
 
 // TestFrontRefuses: with admission full (no slot, no waiting place), the
@@ -21,28 +20,14 @@ import (
 // the same read, counts it as admission does, and keeps the connection:
 // the next plain read on it is judged by the front again.
 func TestFrontRefuses(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := prometheus.NewRegistry()
 	lim := admission.New(admission.Config{MaxInFlight: 1, MaxQueue: -1}, reg)
-	f := (&Handler{nodeHeader: []string{"n1"}}).NewFront(ln, FrontOptions{Slots: lim})
-	f.open = func(context.Context, string) (*files.Reader, error) {
-		return nil, &files.HeldElsewhereError{Path: "x", Node: "n2"}
-	}
-	srv := &http.Server{Handler: lim.Wrap(http.HandlerFunc(echo))}
-	go srv.Serve(f)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
+	f, addr, _ := startHandOverFront(t, FrontOptions{Slots: lim}, lim.Wrap(http.HandlerFunc(echo)))
 	if lim.Acquire(context.Background()) != nil { // the one slot, held by a read in flight
 		t.Fatal("no free slot")
 	}
 
-	c, err := net.Dial("tcp", ln.Addr().String())
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,26 +116,12 @@ func rejected(t *testing.T, reg *prometheus.Registry) float64 {
 // goes on with the read once a slot is free (here: to net/http, the copy
 // being "held elsewhere").
 func TestFrontWaitsForSlot(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	lim := admission.New(admission.Config{MaxInFlight: 1, MaxQueue: 1, QueueTimeout: time.Minute}, nil)
-	f := (&Handler{nodeHeader: []string{"n1"}}).NewFront(ln, FrontOptions{Slots: lim})
-	f.open = func(context.Context, string) (*files.Reader, error) {
-		return nil, &files.HeldElsewhereError{Path: "x", Node: "n2"}
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(echo)}
-	go srv.Serve(f)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
+	f, addr, _ := startHandOverFront(t, FrontOptions{Slots: lim}, http.HandlerFunc(echo))
 	if lim.Acquire(context.Background()) != nil {
 		t.Fatal("no free slot")
 	}
-	c, err := net.Dial("tcp", ln.Addr().String())
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
