@@ -212,9 +212,8 @@ func (f *Front) serveConn(c net.Conn) {
 		switch {
 		case refusal != nil:
 			_, _ = br.Discard(h.n)
-			if err = f.refuse(c, h, refusal); err == nil {
-				f.refused.Add(1)
-			}
+			f.refused.Add(1) // before the answer, which the client may see first
+			err = f.refuse(c, h, refusal)
 		case rd == nil:
 			f.handOver(c, br)
 			return
