@@ -65,10 +65,11 @@ up() { # SERVERS CLIENTS [NODE-ARGS]
   local key
   key=$("$bin" s3 key create --json --node "$n1")
   ak=$(jq -r .access_key_id <<<"$key") sk=$(jq -r .secret_access_key <<<"$key")
-  sig=(--aws-sigv4 "aws:amz:us-east-1:s3" --user "$ak:$sk" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD")
+  # The secret goes to curl in a file only root reads, not on its command
+  # line (where ps would show it for the length of the run).
+  (umask 077 && printf 'user = "%s:%s"\n' "$ak" "$sk" >"$work/curlrc" && printf '%s:%s\n' "$ak" "$sk" >"$work/passwd")
+  sig=(--aws-sigv4 "aws:amz:us-east-1:s3" -K "$work/curlrc" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD")
   curl -sSf "${sig[@]}" -X PUT "http://$(addr 11):9000/bench" >/dev/null
-  printf '%s:%s\n' "$ak" "$sk" >"$work/passwd"
-  chmod 600 "$work/passwd"
   # node ID -> host name, for the placement of each file
   declare -gA hostOf=()
   local i
