@@ -24,6 +24,7 @@ type Handler struct {
 	policy    cache.Policy
 	tiers     *tier.Tiers
 	transport *http.Transport
+	fresh     *http.Transport // second tries, never a reused connection
 	flights   *flights
 	metrics   *metrics
 	log       *slog.Logger

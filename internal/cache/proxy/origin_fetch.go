@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,25 @@ func newTransport(l Limits) *http.Transport {
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    10 * time.Second,
 	}
+}
+
+// newFreshTransport is the transport for a second try after a reused
+// connection failed: it never reuses one.
+func newFreshTransport(l Limits) *http.Transport {
+	t := newTransport(l)
+	t.DisableKeepAlives = true
+	return t
+}
+
+// retryable tells whether a failed exchange on a reused connection may
+// be sent again on a new one: not when the request was cancelled or the
+// origin was too slow (a second try would only wait again).
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var ne net.Error
+	return !errors.As(err, &ne) || !ne.Timeout()
 }
 
 // exchange is one request to an origin and its response.
@@ -78,7 +98,16 @@ func (h *Handler) roundTrip(ctx context.Context, r *http.Request, o *Origin, met
 	}
 	h.metrics.originFetch()
 	x := &exchange{reqTime: h.now(), cancel: cancel}
-	resp, err := h.transport.RoundTrip(out)
+	var reused bool
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+	resp, err := h.transport.RoundTrip(out.WithContext(httptrace.WithClientTrace(ctx, trace)))
+	if err != nil && reused && body == nil && retryable(ctx, err) {
+		// A kept-alive connection can hold what a broken origin sent
+		// past the end of its last answer (a Content-Length shorter than
+		// the body): the next answer read on it is garbage. Like
+		// Varnish, try once more on a new connection.
+		resp, err = h.fresh.RoundTrip(out)
+	}
 	if err != nil {
 		cancel()
 		return nil, err

@@ -137,7 +137,7 @@ func NewHandler(cfg Config, tiers *tier.Tiers, env service.Env) (*Handler, error
 	cfg.Limits.fill()
 	policy := cache.DefaultPolicy()
 	policy.Heuristic = !cfg.NoHeuristic
-	h := &Handler{router: rt, policy: policy, tiers: tiers, transport: newTransport(cfg.Limits), flights: newFlights(cfg.Limits.CollapseMax),
+	h := &Handler{router: rt, policy: policy, tiers: tiers, transport: newTransport(cfg.Limits), fresh: newFreshTransport(cfg.Limits), flights: newFlights(cfg.Limits.CollapseMax),
 		metrics: newMetrics(), log: env.Logger, limits: cfg.Limits, now: time.Now, share: cfg.Sharing}
 	if cfg.Purges != nil {
 		h.purges = &purges{log: cfg.Purges, started: time.Now()}
