@@ -19,6 +19,7 @@ type limitListener struct {
 	max, perClient int    // perClient 0: no limit per client
 	who            string // in the 503's message: "the front door", "this node"
 	rejected       func(reason string)
+	answer         func(c net.Conn, msg string) // writes the refusal; nil: refuse
 
 	mu     sync.Mutex
 	open   int
@@ -37,6 +38,15 @@ func LimitConns(ln net.Listener, max int, rejected func(reason string)) net.List
 	return &limitListener{Listener: ln, max: max, who: "this node", rejected: rejected, byAddr: map[netip.Addr]int{}}
 }
 
+// LimitConnsAnswer is LimitConns with the refusal written by answer, for
+// a port whose clients expect another error format (S3's XML); answer
+// writes a complete 503 response, and the listener closes c after it.
+func LimitConnsAnswer(ln net.Listener, max int, rejected func(reason string), answer func(c net.Conn, msg string)) net.Listener {
+	l := LimitConns(ln, max, rejected).(*limitListener)
+	l.answer = answer
+	return l
+}
+
 // Accept returns the next connection within the limits, answering the
 // others itself.
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -50,12 +60,12 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		switch {
 		case l.open >= l.max:
 			l.mu.Unlock()
-			refuse(c, l.who+" has "+strconv.Itoa(l.max)+" connections open, its limit; retry shortly")
+			l.refuse(c, l.who+" has "+strconv.Itoa(l.max)+" connections open, its limit; retry shortly")
 			l.rejected("max_conns")
 			continue
 		case l.perClient > 0 && l.byAddr[addr] >= l.perClient:
 			l.mu.Unlock()
-			refuse(c, "this client address has "+strconv.Itoa(l.perClient)+" connections open to the front door, its limit; close some or retry")
+			l.refuse(c, "this client address has "+strconv.Itoa(l.perClient)+" connections open to the front door, its limit; close some or retry")
 			l.rejected("max_conns_per_client")
 			continue
 		}
@@ -127,6 +137,16 @@ func clientAddr(c net.Conn) netip.AddrPort {
 // client has one key whichever socket family saw it.
 func unmapped(ap netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// refuse answers c with the listener's refusal and closes it.
+func (l *limitListener) refuse(c net.Conn, msg string) {
+	if l.answer == nil {
+		refuse(c, msg)
+		return
+	}
+	l.answer(c, msg)
+	_ = c.Close()
 }
 
 // refuse answers a connection with a 503 in JSON and closes it.

@@ -88,8 +88,8 @@ type Config struct {
 	// of internal/admission).
 	MaxInFlight, MaxQueue int
 	// MaxConns bounds the connections open at once on each client port
-	// (the API and the fast lane); beyond, a new one gets 503 at once (0:
-	// no bound).
+	// (the API and the fast lane) and on the S3 port (--s3); beyond, a new
+	// one gets 503 at once (S3's: SlowDown in XML) (0: no bound).
 	MaxConns int
 	// MaxWriteInFlight and MaxWriteQueue bound, within those, the writes
 	// (PUT and DELETE of files): a write's own time grows with the writes

@@ -1,8 +1,11 @@
 package node
 
 import (
+	"net"
+
 	"github.com/mure-dev/mure/internal/auth"
 	"github.com/mure-dev/mure/internal/files/s3"
+	"github.com/mure-dev/mure/internal/frontdoor"
 )
 
 // s3Service builds the S3 API (--s3): the file API and the access keys
@@ -19,12 +22,23 @@ func (n *Node) s3Service() (*s3.Service, error) {
 		Keys:      nodeKeys{n},
 		Anonymous: n.cfg.Auth.AnonymousRead,
 		Open:      !n.authRequired(),
-		Listen:    n.withTLS,
+		Listen:    n.s3Listener,
 		UploadTTL: n.cfg.S3UploadTTL,
 		IsLeader:  func() bool { return n.cl != nil && n.cl.IsLeader() },
 		// the client API's limits (clientHandler makes them, after this)
 		Admission: func() (s3.Admission, s3.Admission) { return n.admission, n.writeAdmission },
 	})
+}
+
+// s3Listener wraps the --s3 listener as the client ports are wrapped: at
+// most --max-conns connections open at once (beyond, a 503 SlowDown in
+// S3's XML, counted with the client ports' refusals), then TLS when the
+// node has a certificate.
+func (n *Node) s3Listener(ln net.Listener) net.Listener {
+	if n.cfg.MaxConns > 0 {
+		ln = frontdoor.LimitConnsAnswer(ln, n.cfg.MaxConns, n.connRefused, s3.RefuseConn)
+	}
+	return n.withTLS(ln)
 }
 
 // nodeKeys opens access keys with the node's authenticator, which exists

@@ -1,9 +1,15 @@
 package s3
 
 import (
+	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
+	"io"
+	"net"
 	"net/http"
+	"strconv"
+	"time"
 )
 
 // Admission bounds the requests a node serves at once: the node passes its
@@ -58,4 +64,17 @@ func overloaded(err error) *Error {
 		e.RetryAfter = ra.RetryAfterSeconds()
 	}
 	return e
+}
+
+// RefuseConn answers a connection that the --s3 port's connection limit
+// turns away (the node wires it under its --max-conns): a complete 503
+// SlowDown in S3's XML, with Retry-After, which S3 clients retry. No HTTP
+// server owns c; the caller closes it.
+func RefuseConn(c net.Conn, msg string) {
+	var body bytes.Buffer
+	body.WriteString(xml.Header)
+	_ = xml.NewEncoder(&body).Encode(errorBody{Code: CodeSlowDown, Message: msg, RequestID: newRequestID()})
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\nRetry-After: 1\r\nConnection: close\r\nServer: mure\r\nContent-Length: "+
+		strconv.Itoa(body.Len())+"\r\n\r\n"+body.String())
 }
