@@ -27,6 +27,8 @@ func proxyFlags(fs *flag.FlagSet) func() *proxy.Config {
 	fs.BoolVar(&heuristic, "proxy-heuristic", true, "give responses with Last-Modified but no explicit lifetime a heuristic one (10% of their age, at most a day), as RFC 9111 permits")
 	fs.BoolVar(&bypass, "proxy-bypass", true, "when the disk tier is past its capacity (--proxy-disk-queue, --proxy-disk-latency), send requests for objects held only on disk to the origin and keep new objects in memory only, instead of queuing behind the disk")
 	fs.IntVar(&cfg.DiskQueue, "proxy-disk-queue", 64, "disk tier reads and writes in flight beyond which the disk counts as busy (see --proxy-bypass)")
+	fs.IntVar(&cfg.BypassMax, "proxy-bypass-max", proxy.DefaultBypassMax, "requests for objects held only on the busy disk sent to the origin at once; the bound halves while the host's CPU quota runs out, so that hits from memory keep their CPU; beyond it requests are shed (503 with Retry-After, or see --proxy-bypass-redirect)")
+	fs.BoolVar(&cfg.BypassRedirect, "proxy-bypass-redirect", false, "shed requests beyond --proxy-bypass-max with a 307 to the same target at the origin (only for origins the clients can reach) instead of a 503")
 	fs.DurationVar(&cfg.DiskLatency, "proxy-disk-latency", 100*time.Millisecond, "age of the oldest disk tier operation in flight beyond which the disk counts as busy (see --proxy-bypass)")
 	return func() *proxy.Config {
 		if cfg.Addr == "" {

@@ -10,3 +10,15 @@ request = function()
   if seq then k = i % n; i = i + 1 else k = math.random(0, n - 1) end
   return wrk.format("GET", string.format("/o/%05d", k))
 end
+-- A shed request (503, decision 0055) is retried after its Retry-After,
+-- as a client that honours it would, not at once: a closed loop that
+-- retried at once would turn the node's cheap refusals into a flood.
+local wait = 0
+response = function(status, headers, body)
+  if status == 503 then wait = (tonumber(headers["Retry-After"]) or 1) * 1000 end
+end
+delay = function()
+  local d = wait
+  wait = 0
+  return d
+end

@@ -33,6 +33,8 @@ type Handler struct {
 	share     *Sharing // nil: this node's cache alone
 	fills     budget
 	purges    *purges // nil: purges are not recorded in a cluster
+	relays    *relays // the bound on bypass (decision 0055)
+	redirect  bool    // shed with a 307 to the origin, not a 503
 
 	bgCtx  context.Context
 	bgStop context.CancelFunc
@@ -55,12 +57,22 @@ type Limits struct {
 	CollapseWait time.Duration
 	CollapseMax  int
 	// FillMemory bounds the bytes of all bodies being read whole to be
-	// stored at once (0: 256 MiB): beyond it a response is passed through
-	// uncached, so many large misses at once cannot exhaust memory.
+	// stored at once (0: DefaultFillMemory of the memory tier): beyond it
+	// a response is passed through uncached, so many large misses at once
+	// cannot exhaust memory.
 	FillMemory int64
 }
 
-func (l *Limits) fill() {
+// DefaultFillMemory is the fill budget for a memory tier of memory bytes:
+// half of it, but room for one object of maxObject bytes, and at most
+// 256 MiB. The copies being filled are held in the heap besides the
+// memory tier, so their bound follows the memory given to the cache.
+func DefaultFillMemory(memory, maxObject int64) int64 {
+	return min(max(memory/2, maxObject), 256<<20)
+}
+
+// fill sets the defaults; memory is the memory tier's bound (0: 64 MiB).
+func (l *Limits) fill(memory int64) {
 	def := func(v *time.Duration, d time.Duration) {
 		if *v <= 0 {
 			*v = d
@@ -78,8 +90,11 @@ func (l *Limits) fill() {
 	if l.CollapseMax <= 0 {
 		l.CollapseMax = 1024
 	}
+	if memory <= 0 {
+		memory = 64 << 20
+	}
 	if l.FillMemory <= 0 {
-		l.FillMemory = 256 << 20
+		l.FillMemory = DefaultFillMemory(memory, l.MaxObject)
 	}
 }
 
@@ -190,7 +205,13 @@ func (h *Handler) serveCacheable(w http.ResponseWriter, r *http.Request, o *Orig
 // overloaded answers a request whose object is only on a busy disk: it
 // goes to the origin as it came (its validators and range too) instead of
 // queuing behind the disk, and nothing is stored (docs/cache.md, bypass).
+// Past the bound on such relays, it is shed instead (decision 0055).
 func (h *Handler) overloaded(w http.ResponseWriter, r *http.Request, o *Origin) {
+	if !h.relays.enter() {
+		h.shed(w, r, o)
+		return
+	}
+	defer h.relays.leave()
 	h.metrics.result(resultOverload)
 	h.pass(w, r, o, cache.Status{Fwd: cache.FwdBypass, Detail: "overload"})
 }

@@ -18,6 +18,7 @@ const (
 	resultCollapsed   = "collapsed"
 	resultBypass      = "bypass"
 	resultOverload    = "overload"
+	resultShed        = "shed"
 	resultRefused     = "refused"
 	resultError       = "error"
 	resultPeer        = "peer"
@@ -56,7 +57,7 @@ func (t *tally) add(n int64) {
 // Counts are the proxy's running totals since the node started.
 type Counts struct {
 	// Requests by result (hit, stale, revalidated, miss, collapsed,
-	// bypass, overload, refused, error, peer).
+	// bypass, overload, shed, refused, error, peer).
 	Requests map[string]int64 `json:"requests"`
 	// Bytes of bodies sent to clients, by where they came from (cache,
 	// origin, peer).
@@ -119,7 +120,7 @@ func (m *metrics) snapshot() Counts {
 func newMetrics() *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Subsystem: "cache", Name: "requests_total",
-			Help: "Requests to the caching proxy by result: hit, stale (served stale), revalidated (304 from the origin), miss, collapsed (waited for another request's fetch), bypass (not cacheable), overload (stored only on a busy disk: sent to the origin), refused (unknown Host), error, peer (relayed from the key's owner node)."}, []string{"result"}),
+			Help: "Requests to the caching proxy by result: hit, stale (served stale), revalidated (304 from the origin), miss, collapsed (waited for another request's fetch), bypass (not cacheable), overload (stored only on a busy disk: sent to the origin), shed (stored only on a busy disk, relays at their bound: answered 503 or 307 to the origin), refused (unknown Host), error, peer (relayed from the key's owner node)."}, []string{"result"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Subsystem: "cache", Name: "served_bytes_total",
 			Help: "Body bytes the proxy sent to clients, from the cache or from the origin."}, []string{"from"}),
 		fetches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "mure", Subsystem: "cache", Name: "origin_fetches_total",
@@ -129,7 +130,7 @@ func newMetrics() *metrics {
 		byResult: map[string]*tally{}, byFrom: map[string]*tally{},
 	}
 	for _, r := range []string{resultHit, resultStale, resultRevalidated, resultMiss, resultCollapsed,
-		resultBypass, resultOverload, resultRefused, resultError, resultPeer} {
+		resultBypass, resultOverload, resultShed, resultRefused, resultError, resultPeer} {
 		m.byResult[r] = &tally{c: m.requests.WithLabelValues(r)}
 	}
 	for _, f := range []string{"cache", "origin", "peer"} {
@@ -139,7 +140,7 @@ func newMetrics() *metrics {
 }
 
 // register adds the collectors and the tiers' gauges to reg.
-func (m *metrics) register(reg prometheus.Registerer, tiers *tier.Tiers) error {
+func (m *metrics) register(reg prometheus.Registerer, tiers *tier.Tiers, rl *relays) error {
 	gauge := func(name, help string, f func(tier.Stats) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "cache", Name: name, Help: help},
 			func() float64 { return f(tiers.Stats()) })
@@ -155,6 +156,10 @@ func (m *metrics) register(reg prometheus.Registerer, tiers *tier.Tiers) error {
 		gauge("disk_inflight", "Disk tier reads and writes in flight.", func(s tier.Stats) float64 { return float64(s.DiskInflight) }),
 		counter("disk_refused_total", "Disk tier reads refused because the disk was busy (the request went to the origin).", func(s tier.Stats) float64 { return float64(s.DiskRefused) }),
 		counter("disk_skipped_total", "Objects kept in memory only because the disk was busy.", func(s tier.Stats) float64 { return float64(s.DiskSkipped) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "cache", Name: "bypass_inflight",
+			Help: "Requests for objects held only on the busy disk being relayed to the origin now."}, func() float64 { return float64(rl.inflight.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "cache", Name: "bypass_limit",
+			Help: "The bound on those relays now (--proxy-bypass-max, halved while the host's CPU quota runs out); beyond it requests are shed."}, func() float64 { return float64(rl.limit.Load()) }),
 	} {
 		if err := reg.Register(c); err != nil {
 			return err

@@ -42,6 +42,21 @@ type Config struct {
 	DiskQueue   int
 	DiskLatency time.Duration
 	NoBypass    bool
+	// BypassMax bounds those requests sent to the origin at once (0:
+	// DefaultBypassMax); the bound halves whenever the host's CPU quota
+	// ran out in the last 100 ms and grows back by one every 100 ms when
+	// it did not, so that relays never take the CPU hits from memory
+	// need. A request beyond it is shed: a 503 with Retry-After, or with
+	// BypassRedirect a 307 to the same target at its origin (for origins
+	// the clients can reach themselves). Decision 0055.
+	BypassMax      int
+	BypassRedirect bool
+	// CPUShort tells whether the host's CPU ran short since it was last
+	// asked; the bypass bound follows it. Start reads the host's cgroup
+	// when it is nil; NewHandler keeps no CPU signal then (tests give
+	// their own). BypassTick is the bound's step (0: 100 ms).
+	CPUShort   func() bool
+	BypassTick time.Duration
 	// NoHeuristic turns heuristic freshness off: responses without an
 	// explicit lifetime are then always validated.
 	NoHeuristic bool
@@ -120,7 +135,10 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.DiskQueue < 0 || cfg.DiskLatency < 0 {
 		return nil, errors.New("proxy: --proxy-disk-queue and --proxy-disk-latency must not be negative")
 	}
-	cfg.Limits.fill()
+	if cfg.BypassMax < 0 {
+		return nil, errors.New("proxy: --proxy-bypass-max must not be negative")
+	}
+	cfg.Limits.fill(cfg.MemoryBytes)
 	return &Service{cfg: cfg}, nil
 }
 
@@ -134,21 +152,25 @@ func NewHandler(cfg Config, tiers *tier.Tiers, env service.Env) (*Handler, error
 	if err != nil {
 		return nil, err
 	}
-	cfg.Limits.fill()
+	cfg.Limits.fill(cfg.MemoryBytes)
 	policy := cache.DefaultPolicy()
 	policy.Heuristic = !cfg.NoHeuristic
 	h := &Handler{router: rt, policy: policy, tiers: tiers, transport: newTransport(cfg.Limits), fresh: newFreshTransport(cfg.Limits), flights: newFlights(cfg.Limits.CollapseMax),
-		metrics: newMetrics(), log: env.Logger, limits: cfg.Limits, now: time.Now, share: cfg.Sharing}
+		metrics: newMetrics(), log: env.Logger, limits: cfg.Limits, now: time.Now, share: cfg.Sharing,
+		relays: newRelays(cfg.BypassMax, cfg.CPUShort), redirect: cfg.BypassRedirect}
 	if cfg.Purges != nil {
 		h.purges = &purges{log: cfg.Purges, started: time.Now()}
 		h.purges.catchUp(tiers) // what was purged while this node was away
 	}
 	h.bgCtx, h.bgStop = context.WithCancel(context.Background())
 	if env.Metrics != nil {
-		if err := h.metrics.register(env.Metrics, tiers); err != nil {
+		if err := h.metrics.register(env.Metrics, tiers, h.relays); err != nil {
+			h.bgStop()
 			return nil, err
 		}
 	}
+	h.bg.Add(1)
+	go func() { defer h.bg.Done(); h.relays.run(h.bgCtx, cmp.Or(cfg.BypassTick, bypassTick)) }()
 	return h, nil
 }
 
@@ -168,6 +190,9 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 	}
 	if s.cfg.Purges == nil && env.Cluster != nil {
 		s.cfg.Purges = clusterPurges{env.Cluster}
+	}
+	if s.cfg.CPUShort == nil && !s.cfg.NoBypass {
+		s.cfg.CPUShort = hostCPUShort()
 	}
 	tiers, err := tier.Open(tier.Config{MemoryBytes: s.cfg.MemoryBytes, Dir: s.cfg.Dir, DiskBytes: s.cfg.DiskBytes, NoSync: s.cfg.NoSync, Logger: env.Logger,
 		DiskQueue: s.cfg.DiskQueue, DiskLatency: s.cfg.DiskLatency, NoBypass: s.cfg.NoBypass})

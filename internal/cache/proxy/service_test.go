@@ -86,3 +86,25 @@ func TestServiceWithProbe(t *testing.T) {
 		t.Errorf("hits %v, counts %+v: the probe's second fetch should be a hit", v, st.Counts)
 	}
 }
+
+// TestBudgetsFollowMemoryTier: the fill budget follows --proxy-memory
+// (half of it, room for one largest object, at most 256 MiB), as the disk
+// tier's write queue does (a quarter, at most 32 MiB): both hold bodies in
+// the heap besides the memory tier.
+func TestBudgetsFollowMemoryTier(t *testing.T) {
+	for _, tc := range []struct {
+		memory, maxObject, fill int64
+	}{
+		{0, 0, 32 << 20},                 // the defaults: 64 MiB tier, 16 MiB objects
+		{16 << 20, 0, 16 << 20},          // paper 003's node: one largest object
+		{16 << 20, 1 << 20, 8 << 20},     // half the tier
+		{4 << 30, 0, 256 << 20},          // at most 256 MiB
+		{64 << 20, 100 << 20, 100 << 20}, // one object larger than the tier
+	} {
+		l := Limits{MaxObject: tc.maxObject}
+		l.fill(tc.memory)
+		if l.FillMemory != tc.fill {
+			t.Errorf("memory %d, max object %d: fill budget %d, want %d", tc.memory, tc.maxObject, l.FillMemory, tc.fill)
+		}
+	}
+}

@@ -31,9 +31,12 @@ type Config struct {
 	DiskQueue   int
 	DiskLatency time.Duration
 	// WriteQueue bounds the bytes of objects waiting to be written to
-	// disk (0: 32 MiB). Put returns once the object is in memory; the
-	// disk write follows in the background, and an object that finds the
-	// queue full stays in memory only.
+	// disk (0: a quarter of MemoryBytes, at most 32 MiB). Put returns
+	// once the object is in memory; the disk write follows in the
+	// background, and an object that finds the queue full stays in memory
+	// only. The queued bodies are held in the heap besides the memory
+	// tier's (which evicts them while they wait), so the queue follows the
+	// memory the operator gave the cache, not a fixed size.
 	WriteQueue int64
 	// NoBypass admits every disk operation however busy the disk is
 	// (the baseline of paper 003's experiment).
@@ -45,6 +48,10 @@ type Config struct {
 	BeforeDiskIO func()
 	Logger       *slog.Logger
 }
+
+// DefaultWriteQueue is the disk write queue's bound for a memory tier of
+// memory bytes: a quarter of it, at most 32 MiB.
+func DefaultWriteQueue(memory int64) int64 { return min(memory/4, 32<<20) }
 
 // entry is the index's record of one object.
 type entry struct {
@@ -88,7 +95,7 @@ func Open(cfg Config) (*Tiers, error) {
 		cfg.DiskQueue = 64
 	}
 	if cfg.WriteQueue <= 0 {
-		cfg.WriteQueue = 32 << 20
+		cfg.WriteQueue = DefaultWriteQueue(cfg.MemoryBytes)
 	}
 	if cfg.DiskLatency <= 0 {
 		cfg.DiskLatency = 100 * time.Millisecond

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,7 +124,7 @@ func TestBounds(t *testing.T) {
 		}
 	})
 	t.Run("memory bound demotes to disk", func(t *testing.T) {
-		tr := open(t, Config{Dir: t.TempDir(), MemoryBytes: 64 << 10})
+		tr := open(t, Config{Dir: t.TempDir(), MemoryBytes: 64 << 10, WriteQueue: 1 << 20}) // a queue for every object, however fast they come
 		body := string(bytes.Repeat([]byte("y"), 16<<10))
 		for i := range 40 {
 			if err := tr.Put(object(string(rune('A'+i)), body)); err != nil {
@@ -255,5 +256,36 @@ func TestDiskObjectsHoldNoBody(t *testing.T) {
 	}
 	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 16<<20 {
 		t.Errorf("heap grew %d MiB for %d MiB on disk and a 4 MiB memory tier", grown>>20, n*size>>20)
+	}
+}
+
+// TestWriteQueueFollowsMemoryTier: with the disk stuck, the objects
+// waiting to be written hold at most a quarter of the memory tier in the
+// heap besides it. The queue was 32 MiB whatever --proxy-memory said: with
+// a 16 MiB tier and a slow disk the node's heap held the tier, the full
+// queue and the fills, more than a 96–128 MB host could give it.
+func TestWriteQueueFollowsMemoryTier(t *testing.T) {
+	const mem, n, size = 4 << 20, 256, 64 << 10 // 16 MiB stored through a 4 MiB tier
+	release := make(chan struct{})
+	var once sync.Once
+	tr := open(t, Config{Dir: t.TempDir(), MemoryBytes: mem, DiskLatency: 1 << 62, BeforeDiskIO: func() { <-release }})
+	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before Close, which drains the queue
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		if err := tr.Put(object("k"+strconv.Itoa(i), strings.Repeat("b", size))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.mem.CleanUp()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	st := tr.Stats()
+	if st.WriteQueueBytes > mem/4 || st.DiskSkipped == 0 {
+		t.Errorf("write queue %d bytes, %d skipped; want at most %d bytes queued and the rest skipped", st.WriteQueueBytes, st.DiskSkipped, mem/4)
+	}
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > mem+mem/4+2<<20 {
+		t.Errorf("heap grew %d KiB for a %d KiB memory tier with the disk stuck (%d KiB stored)", grown>>10, mem>>10, n*size>>10)
 	}
 }

@@ -1,0 +1,155 @@
+package proxy
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mure-dev/mure/internal/cache/tier"
+	"github.com/mure-dev/mure/internal/service"
+)
+
+// TestBypassBound: with the disk busy, requests for objects held only on
+// disk go to the origin up to --proxy-bypass-max at once; beyond, they are
+// shed at once (503 with Retry-After, or a 307 to the origin), without the
+// origin, while hits from memory keep being served; the bound halves to
+// nothing while the host's CPU runs short and comes back when it does not.
+func TestBypassBound(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		redirect bool
+		cpu      bool // the bound is taken by the CPU signal, not by a relay in flight
+	}{
+		{"relays in flight", false, false},
+		{"redirect to the origin", true, false},
+		{"cpu short", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hold := make(chan struct{})
+			var holdOnce sync.Once
+			release := func() { holdOnce.Do(func() { close(hold) }) }
+			o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Cache-Control", "max-age=3600")
+				if r.URL.Path == "/d2" && r.Header.Get("X-Hold") != "" {
+					<-hold // a relay in flight
+				}
+				io.WriteString(w, "origin "+r.URL.Path)
+			})
+			var short atomic.Bool
+			p, h, tiers, reg := busyDiskProxy(t, o, Config{BypassMax: 1, BypassRedirect: tc.redirect,
+				CPUShort: short.Load, BypassTick: 5 * time.Millisecond})
+			t.Cleanup(release)
+
+			if tc.cpu {
+				short.Store(true)
+				waitFor(t, "the bound to fall to nothing", func() bool { return h.relays.limit.Load() == 0 })
+			} else {
+				var wg sync.WaitGroup
+				wg.Add(1)
+				go func() { defer wg.Done(); fetch(t, "GET", p.URL+"/d2", "X-Hold", "1") }()
+				t.Cleanup(wg.Wait)
+				waitFor(t, "a relay in flight", func() bool { return h.relays.inflight.Load() == 1 })
+			}
+
+			fetches := o.hits.Load()
+			resp, _ := fetchNoRedirect(t, p.URL+"/d3")
+			cs := resp.Header.Get("Cache-Status")
+			switch {
+			case tc.redirect:
+				if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != o.URL+"/d3" {
+					t.Errorf("beyond the bound: %d, Location %q; want 307 to %s/d3", resp.StatusCode, resp.Header.Get("Location"), o.URL)
+				}
+			case resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "":
+				t.Errorf("beyond the bound: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+			}
+			if !strings.Contains(cs, "detail=shed") {
+				t.Errorf("a shed request's Cache-Status %q, want detail=shed", cs)
+			}
+			if n := o.hits.Load() - fetches; n != 0 {
+				t.Errorf("the origin saw %d fetches for a shed request, want none", n)
+			}
+			for range 5 {
+				resp, body := fetch(t, "GET", p.URL+"/hot")
+				if !strings.HasPrefix(resp.Header.Get("Cache-Status"), "mure; hit") || body != "origin /hot" {
+					t.Fatalf("a memory hit while relays are at their bound: %q, Cache-Status %q", body, resp.Header.Get("Cache-Status"))
+				}
+			}
+			if n := gathered(t, reg, "mure_cache_requests_total", "shed"); n != 1 {
+				t.Errorf("mure_cache_requests_total{result=shed} = %v, want 1", n)
+			}
+
+			// The bound frees: the relay ends, or the CPU is no longer short.
+			release()
+			short.Store(false)
+			waitFor(t, "the bound to free", func() bool {
+				return h.relays.inflight.Load() == 0 && h.relays.limit.Load() == 1
+			})
+			resp, body := fetch(t, "GET", p.URL+"/d3")
+			if cs := resp.Header.Get("Cache-Status"); body != "origin /d3" || !strings.Contains(cs, "detail=overload") {
+				t.Errorf("with the bound free: %q, Cache-Status %q; want a relay to the origin (detail=overload)", body, cs)
+			}
+			if !tiers.Busy() {
+				t.Error("the disk is no longer busy: the test proved nothing about bypass")
+			}
+		})
+	}
+}
+
+// busyDiskProxy stores /d1, /d2 and /d3 on disk only and /hot in memory,
+// then holds a read of /d1 at the disk so that the disk is busy (its
+// queue bound is one operation).
+func busyDiskProxy(t *testing.T, o *origin, cfg Config) (*httptest.Server, *Handler, *tier.Tiers, *prometheus.Registry) {
+	t.Helper()
+	dir := t.TempDir()
+	p, h0 := proxyFor(t, o, dir, Limits{})
+	for _, path := range []string{"/d1", "/d2", "/d3"} {
+		fetch(t, "GET", p.URL+path)
+	}
+	h0.tiers.Flush()
+	p.Close()
+
+	disk := &stuckDisk{release: make(chan struct{})}
+	tiers, err := tier.Open(tier.Config{Dir: dir, NoSync: true, DiskQueue: 1, DiskLatency: time.Hour, BeforeDiskIO: disk.before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	u, _ := url.Parse(o.URL)
+	cfg.Origins = []Origin{{URL: u}}
+	h, err := NewHandler(cfg, tiers, service.Env{Logger: slog.New(slog.DiscardHandler), Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = httptest.NewServer(h)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { disk.unstick(); wg.Wait(); p.Close(); h.Close(); tiers.Close() })
+	fetch(t, "GET", p.URL+"/hot")
+	tiers.Flush()
+	disk.stuck.Store(true)
+	wg.Add(1)
+	go func() { defer wg.Done(); fetch(t, "GET", p.URL+"/d1") }()
+	waitFor(t, "a disk read in flight", func() bool { return tiers.Stats().DiskInflight == 1 })
+	return p, h, tiers, reg
+}
+
+// fetchNoRedirect GETs url without following a redirect.
+func fetchNoRedirect(t *testing.T, url string) (*http.Response, string) {
+	t.Helper()
+	c := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v (queued behind the disk or the origin?)", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
