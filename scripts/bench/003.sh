@@ -39,6 +39,7 @@ cache=10.77.0.11 origin=10.77.0.101
 logs=${LOGS:-/tmp/003-logs}
 cleanup() {
   mkdir -p "$logs" && cp -r "$work"/tb/logs/. "$logs"/ 2>/dev/null || true
+  echo "host after the steps: $(curl -s -m 5 "$cache:7946/status" | jq -c '.host | {memory_bytes, memory_limit_bytes, page_cache_bytes}')"
   [ -f "$work/nginx/nginx.pid" ] && kill "$(cat "$work/nginx/nginx.pid")" 2>/dev/null || true
   tb down >/dev/null 2>&1 || true
   rm -rf "$work"
@@ -87,7 +88,7 @@ for bypass in $modes; do
   tb exec c3 -- curl -sfo /dev/null "http://$cache:8080/hot"
   # fill: one ordered pass (and more) over the catalogue
   tb exec c2 -- env N="$objs" MODE=seq wrk -t1 -c2 -d"${fill}s" -s "$lua" "http://$cache:8080" >"$work/fill" 2>&1
-  echo "filled: $(wrkout "$work/fill") (req/s p50 p99); objects: $(curl -s -m 5 "$cache:7946/status" | jq -c '.services.proxy.tiers')"
+  echo "filled: $(wrkout "$work/fill") (req/s p50 p99); objects: $(curl -s -m 5 "$cache:7946/status" | jq -c '.services.proxy.tiers'); host: $(curl -s -m 5 "$cache:7946/status" | jq -c '.host | {memory_bytes, memory_limit_bytes, page_cache_bytes}')"
   if ! curl -sf -m 5 -o /dev/null "$cache:7946/healthz"; then
     echo "the cache node does not answer after the fill (its memory limit? dmesg | grep oom); its log: $logs" >&2
     exit 1
