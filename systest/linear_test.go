@@ -35,7 +35,8 @@ import (
 // randomized seed; MURE_ROBUSTNESS_RUNS=N runs N seeds (make
 // test-robustness); MURE_SEED=S replays one seed; MURE_TIMING=default runs
 // the nodes with the production timings instead of the fast ones (as
-// TestLinearizabilityDefaultTimings does).
+// TestLinearizabilityDefaultTimings does); MURE_NODE_ARGS adds arguments
+// to the nodes' command line.
 func TestLinearizabilityUnderFaults(t *testing.T) {
 	seededRuns(t, 8*time.Second, 20*time.Second, func(t *testing.T, seed int64, dur time.Duration) {
 		h, _ := runWithFaults(t, seed, dur, os.Getenv("MURE_TIMING"), nil)
@@ -145,7 +146,14 @@ func checkLinearizable(t *testing.T, h *lincheck.History, strict bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d operations %v; checked in %v: %s", h.Len(), h.Counts(), time.Since(start).Round(time.Millisecond), res)
+	t.Logf("%d operations %v, %d left open; checked in %v: %s", h.Len(), h.Counts(), h.Open(), time.Since(start).Round(time.Millisecond), res)
+	if res != porcupine.Ok {
+		if err := h.Save(viz + ".json"); err != nil {
+			t.Log(err)
+		} else {
+			t.Logf("history saved in %s (check it again: MURE_HISTORY=%s go test ./internal/lincheck -run TestSavedHistory -v)", viz+".json", viz+".json")
+		}
+	}
 	switch res {
 	case porcupine.Ok:
 	case porcupine.Illegal:
@@ -166,6 +174,12 @@ func runWithFaults(t *testing.T, seed int64, dur time.Duration, timing string, s
 	if tm := timing; tm != "" {
 		args = append(args, "--timing", tm) // the last --timing wins over the test clusters' fast one
 		t.Logf("timing %s", tm)
+	}
+	if extra := strings.Fields(os.Getenv("MURE_NODE_ARGS")); len(extra) > 0 {
+		// e.g. --debug-unsafe-reads: a deliberately broken protocol the
+		// checker must catch (docs/reliability.md)
+		args = append(args, extra...)
+		t.Logf("node arguments %v", extra)
 	}
 	c := testcluster.StartProc(t, 3, args...)
 	ctx := procCtx(t, dur+2*time.Minute)
@@ -350,41 +364,104 @@ func opWrite(ctx context.Context, h *lincheck.History, id int, cl *client.Client
 }
 
 func opPut(ctx context.Context, h *lincheck.History, id int, cl *client.Client, in lincheck.Input, o *client.PutOptions) bool {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
+	if o == nil {
+		o = &client.PutOptions{}
+	}
+	o.IdempotencyKey = idemKey(id, in)
 	call := h.Now()
-	_, err := cl.Put(ctx, in.Key, strings.NewReader(in.Value), o)
-	return record(h, id, in, call, err)
+	bounded, err := settle(ctx, in.Kind, func(ctx context.Context) error {
+		_, err := cl.Put(ctx, in.Key, strings.NewReader(in.Value), o)
+		return err
+	})
+	return record(h, id, in, call, err, bounded)
 }
 
 func opDelete(ctx context.Context, h *lincheck.History, id int, cl *client.Client, key string) bool {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
 	in := lincheck.Input{Kind: lincheck.Delete, Key: key}
+	o := &client.DeleteOptions{IdempotencyKey: idemKey(id, in)}
 	call := h.Now()
-	return record(h, id, in, call, cl.Delete(ctx, key, nil))
+	bounded, err := settle(ctx, in.Kind, func(ctx context.Context) error { return cl.Delete(ctx, key, o) })
+	return record(h, id, in, call, err, bounded)
 }
 
-// record classifies a write's result; false when the node did not answer.
-func record(h *lincheck.History, id int, in lincheck.Input, call int64, err error) bool {
+// idemKey names one write of the history (written values are unique; a
+// delete gets its call time).
+func idemKey(id int, in lincheck.Input) string {
+	if in.Kind == lincheck.Delete {
+		return fmt.Sprintf("lin-%d-del-%d", id, time.Now().UnixNano())
+	}
+	return fmt.Sprintf("lin-%d-%s", id, in.Value)
+}
+
+// settleFor bounds how long a client retries a write of unknown outcome.
+const settleFor = 15 * time.Second
+
+// settle runs a write (one attempt of at most opTimeout), and, while its
+// outcome is unknown, sends it again with the same idempotency key until
+// an attempt succeeds or settleFor has passed (decision 0054). A success
+// of any attempt means the write took effect exactly once, between the
+// first call and that answer: the state machine applies a key once
+// (internal/meta/idem.go). A compare-and-set refused on a retry is
+// bounded: the version it expects is gone for good (versions only grow),
+// so the first attempt took effect before, or never will. Any other
+// answer to a retry proves nothing — the first attempt may still be on
+// its way to the log — so the error of the first attempt stands and the
+// write stays of unknown outcome, to the end of time.
+func settle(ctx context.Context, kind lincheck.Kind, attempt func(context.Context) error) (bounded bool, err error) {
+	once := func() error {
+		ctx, cancel := context.WithTimeout(ctx, opTimeout)
+		defer cancel()
+		return attempt(ctx)
+	}
+	first := once()
+	if o, sent := outcomeOf(first, kind); !sent || o != lincheck.Unknown {
+		return false, first
+	}
+	for deadline := time.Now().Add(settleFor); time.Now().Before(deadline) && ctx.Err() == nil; {
+		time.Sleep(100 * time.Millisecond)
+		err := once()
+		if err == nil {
+			return false, nil
+		}
+		if o, sent := outcomeOf(err, kind); sent && o != lincheck.Unknown {
+			return kind == lincheck.CAS && o == lincheck.Refused, first
+		}
+	}
+	return false, first
+}
+
+// record adds a write's result to the history (of unknown outcome but
+// bounded: see settle); false when the node did not answer.
+func record(h *lincheck.History, id int, in lincheck.Input, call int64, err error, bounded bool) bool {
+	out, sent := outcomeOf(err, in.Kind)
+	switch {
+	case !sent:
+		return false
+	case out == lincheck.Unknown && bounded:
+		h.AddBounded(id, in, call)
+	default:
+		h.Add(id, in, call, lincheck.Output{Outcome: out})
+	}
+	return out != lincheck.Unknown
+}
+
+// outcomeOf classifies a write's result; sent is false when the request
+// never reached a node (no effect, nothing to record).
+func outcomeOf(err error, kind lincheck.Kind) (out lincheck.Outcome, sent bool) {
 	var apiErr *client.APIError
 	switch {
 	case err == nil:
-		h.Add(id, in, call, lincheck.Output{Outcome: lincheck.OK})
-		return true
+		return lincheck.OK, true
 	case errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, client.ErrOutcomeUnknown):
 		// Never sent: no effect. (The client reports a dial error that
 		// follows a written try, e.g. Go's replay of a keyed request on a
 		// reused connection, as an unknown outcome instead.)
-		return false
+		return lincheck.Unknown, false
 	case errors.As(err, &apiErr) && !errors.Is(err, client.ErrOutcomeUnknown) &&
-		(apiErr.Status == http.StatusPreconditionFailed || apiErr.Status == http.StatusNotFound && in.Kind == lincheck.Delete):
-		h.Add(id, in, call, lincheck.Output{Outcome: lincheck.Refused})
-		return true
+		(apiErr.Status == http.StatusPreconditionFailed || apiErr.Status == http.StatusNotFound && kind == lincheck.Delete):
+		return lincheck.Refused, true
 	case errors.As(err, &apiErr) && !errors.Is(err, client.ErrOutcomeUnknown) && apiErr.Status == http.StatusConflict:
-		h.Add(id, in, call, lincheck.Output{Outcome: lincheck.Aborted})
-		return true
+		return lincheck.Aborted, true
 	}
-	h.Add(id, in, call, lincheck.Output{Outcome: lincheck.Unknown})
-	return false
+	return lincheck.Unknown, true
 }

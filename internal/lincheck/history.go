@@ -41,6 +41,19 @@ func (h *History) AddNote(client int, in Input, call int64, out Output, note str
 		}
 		ret = math.MaxInt64
 	}
+	h.add(client, in, call, out, note, ret)
+}
+
+// AddBounded records a write of unknown outcome that is known to have
+// taken effect, if at all, before now: e.g. a compare-and-set sent again
+// with the same idempotency key and refused (if the first attempt was
+// not applied by then, it never will be: the version it expects will
+// never be current again).
+func (h *History) AddBounded(client int, in Input, call int64) {
+	h.add(client, in, call, Output{Outcome: Unknown}, "bounded by a refused retry", h.Now())
+}
+
+func (h *History) add(client int, in Input, call int64, out Output, note string, ret int64) {
 	h.mu.Lock()
 	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret, Metadata: note})
 	h.mu.Unlock()
@@ -65,13 +78,21 @@ func (h *History) Counts() map[string]int {
 	return c
 }
 
+// snapshot copies the operations for a check, writes of unknown outcome
+// whose value was seen bounded (boundObserved).
+func (h *History) snapshot() []porcupine.Operation {
+	h.mu.Lock()
+	ops := append([]porcupine.Operation(nil), h.ops...)
+	h.mu.Unlock()
+	boundObserved(ops)
+	return ops
+}
+
 // Check runs the checker. A timeout gives porcupine.Unknown, which callers
 // must treat as a failure. When the history is not linearizable and
 // vizPath is not empty, an HTML visualisation is written there.
 func (h *History) Check(timeout time.Duration, vizPath string) (porcupine.CheckResult, error) {
-	h.mu.Lock()
-	ops := append([]porcupine.Operation(nil), h.ops...)
-	h.mu.Unlock()
+	ops := h.snapshot()
 	res, info := porcupine.CheckOperationsVerbose(Model, ops, timeout)
 	if res == porcupine.Illegal && vizPath != "" {
 		f, err := os.Create(vizPath)
@@ -90,9 +111,7 @@ func (h *History) Check(timeout time.Duration, vizPath string) (porcupine.CheckR
 // its operations in call order (times in ms from the start): the place to
 // look when Check says Illegal.
 func (h *History) Explain(timeout time.Duration) string {
-	h.mu.Lock()
-	ops := append([]porcupine.Operation(nil), h.ops...)
-	h.mu.Unlock()
+	ops := h.snapshot()
 	for _, part := range Model.Partition(ops) {
 		if porcupine.CheckOperationsTimeout(Model, part, timeout) != porcupine.Illegal {
 			continue
@@ -120,4 +139,17 @@ func (h *History) Explain(timeout time.Duration) string {
 		return b.String()
 	}
 	return ""
+}
+
+// Open returns how many writes the checker carries, open, to the end of
+// time: of unknown outcome, and their value never seen. Each one can
+// double the checker's search; the robustness tests log it.
+func (h *History) Open() int {
+	n := 0
+	for _, op := range h.snapshot() {
+		if op.Return == math.MaxInt64 {
+			n++
+		}
+	}
+	return n
 }

@@ -1,6 +1,8 @@
 package lincheck
 
 import (
+	"math"
+	"os"
 	"testing"
 	"time"
 
@@ -70,5 +72,64 @@ func TestCheckerBites(t *testing.T) {
 	}
 	if res, _ := h.Check(5*time.Second, ""); res != porcupine.Ok {
 		t.Fatalf("unknown write seen late: %v, want Ok", res)
+	}
+}
+
+func TestBoundObserved(t *testing.T) {
+	const end = math.MaxInt64
+	w := func(kind Kind, value, expect string, call, ret int64, o Outcome) porcupine.Operation {
+		return porcupine.Operation{Input: Input{Kind: kind, Key: "k", Value: value, Expect: expect}, Call: call, Return: ret, Output: Output{Outcome: o}}
+	}
+	read := func(value string, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{Input: Input{Kind: Read, Key: "k"}, Call: call, Return: ret, Output: Output{Value: value}}
+	}
+	tests := []struct {
+		name    string
+		ops     []porcupine.Operation
+		wantOut Outcome
+		wantRet int64
+	}{
+		{"seen by a read", []porcupine.Operation{w(Write, "a", "", 0, end, Unknown), read("a", 20, 30), read("a", 40, 50)}, OK, 30},
+		{"seen by a cas", []porcupine.Operation{w(CAS, "a", "x", 0, end, Unknown), w(CAS, "b", "a", 20, 40, OK)}, OK, 40},
+		{"a failed cas sees nothing", []porcupine.Operation{w(Create, "a", "", 0, end, Unknown), w(CAS, "b", "a", 20, 40, Refused)}, Unknown, end},
+		{"never seen", []porcupine.Operation{w(Write, "a", "", 0, end, Unknown), read("b", 20, 30)}, Unknown, end},
+		{"seen before it was called", []porcupine.Operation{w(Write, "a", "", 50, end, Unknown), read("a", 20, 30)}, Unknown, end},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			boundObserved(tc.ops)
+			if got := tc.ops[0]; got.Output.(Output).Outcome != tc.wantOut || got.Return != tc.wantRet {
+				t.Fatalf("write became %v returning at %d; want %v at %d", got.Output.(Output).Outcome, got.Return, tc.wantOut, tc.wantRet)
+			}
+		})
+	}
+	// Bounded, the checker still catches a stale read after the write.
+	h := NewHistory()
+	h.ops = []porcupine.Operation{w(Write, "a", "", 0, end, Unknown), read("a", 20, 30), w(Write, "b", "", 40, 50, OK), read("a", 60, 70)}
+	if res, _ := h.Check(5*time.Second, ""); res != porcupine.Illegal {
+		t.Fatalf("stale read of an observed unknown write: %v, want Illegal", res)
+	}
+}
+
+// TestSavedHistory checks a history saved by a robustness run that failed
+// or gave up (MURE_HISTORY=path), with a limit of MURE_CHECK_LIMIT (1m).
+func TestSavedHistory(t *testing.T) {
+	path := os.Getenv("MURE_HISTORY")
+	if path == "" {
+		t.Skip("set MURE_HISTORY to a history saved by a robustness run")
+	}
+	limit := time.Minute
+	if d, err := time.ParseDuration(os.Getenv("MURE_CHECK_LIMIT")); err == nil {
+		limit = d
+	}
+	h, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res, _ := h.Check(limit, "")
+	t.Logf("%d operations %v; checked in %v: %s", h.Len(), h.Counts(), time.Since(start).Round(time.Millisecond), res)
+	if res != porcupine.Ok {
+		t.Fatalf("checker verdict %s", res)
 	}
 }
