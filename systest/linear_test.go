@@ -401,12 +401,14 @@ const settleFor = 15 * time.Second
 // an attempt succeeds or settleFor has passed (decision 0054). A success
 // of any attempt means the write took effect exactly once, between the
 // first call and that answer: the state machine applies a key once
-// (internal/meta/idem.go). A compare-and-set refused on a retry is
-// bounded: the version it expects is gone for good (versions only grow),
-// so the first attempt took effect before, or never will. Any other
-// answer to a retry proves nothing — the first attempt may still be on
-// its way to the log — so the error of the first attempt stands and the
-// write stays of unknown outcome, to the end of time.
+// (internal/meta/idem.go). A retry aborted by a concurrent write (409)
+// is sent again too. A compare-and-set refused on a retry is bounded:
+// the version it expects is gone for good (versions only grow), so the
+// first attempt took effect before, or never will. A refused create or
+// delete proves nothing — the first attempt may still be on its way to
+// the log, and its condition may hold again — so the error of the first
+// attempt stands and the write stays of unknown outcome, to the end of
+// time; so does one still unknown after settleFor.
 func settle(ctx context.Context, kind lincheck.Kind, attempt func(context.Context) error) (bounded bool, err error) {
 	once := func() error {
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
@@ -423,8 +425,8 @@ func settle(ctx context.Context, kind lincheck.Kind, attempt func(context.Contex
 		if err == nil {
 			return false, nil
 		}
-		if o, sent := outcomeOf(err, kind); sent && o != lincheck.Unknown {
-			return kind == lincheck.CAS && o == lincheck.Refused, first
+		if o, sent := outcomeOf(err, kind); sent && o == lincheck.Refused {
+			return kind == lincheck.CAS, first
 		}
 	}
 	return false, first
