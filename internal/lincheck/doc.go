@@ -7,5 +7,8 @@
 // (and version) that produced it. An operation whose outcome is unknown
 // (timeout, lost connection, 5xx) is recorded as returning at the end of
 // time: it may or may not have taken effect, and the checker considers
-// both.
+// both. Each such open write can double the checker's search, so Check
+// first bounds those whose value was seen (boundObserved), and the
+// robustness clients settle the others by idempotent retries (AddBounded;
+// decision 0054).
 package lincheck
