@@ -21,6 +21,13 @@
 # requests shed beyond it (503, retried by c2 after Retry-After) are the
 # shed column.
 #   STEPS="4 16" DUR=5s scripts/bench/003.sh
+# Paper 003's tuning table on mure's knobs (docs/benchmarks.md, paper 003):
+# PMEM (--proxy-memory, 16MiB), DISK (the testbed's --disk: loop, a throttled
+# disk of the host's own, or tmpfs, the node's data on a RAM disk charged to
+# the host's memory), NODE_ARGS (more mure serve flags). Every line records
+# them in the column config, e.g.
+#   MODES=false PMEM=64MiB scripts/bench/003.sh
+# Charts and the tuning table from the results: go run ./scripts/bench/003chart
 # Run it under the testbed lock: flock -w 1800 /work/notes/testbed.lock ...
 # Results: docs/bench/003/results.tsv (one line per mode and step, with
 # the date and the load average).
@@ -28,9 +35,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 modes=${MODES:-"false true"} steps=${STEPS:-"2 8 32 96"} dur=${DUR:-8s}
 objs=${OBJS:-4000} kib=${KIB:-64} mem=${MEM:-128} bmax=${BYPASS_MAX:-32} diskr=${DISKR:-4} fill=${FILL:-50}
+pmem=${PMEM:-16MiB} disk=${DISK:-loop} nargs=${NODE_ARGS:-}
+config="mem=${mem}MB pmem=$pmem disk=$disk"
+[ "$disk" = loop ] && config+=":${diskr}MB/s"
+[ -z "$nargs" ] || config+=" $nargs"
 out=docs/bench/003; mkdir -p "$out"
 res=${RES:-$out/results.tsv}
-[ -f "$res" ] || printf 'date\tbypass\tconns\treq_per_s\tp50_ms\tp99_ms\thot_req_per_s\thot_p50_ms\thot_p99_ms\thits_mem\thits_disk\toverload\tmiss\terrors\tload\tshed\n' >"$res"
+[ -f "$res" ] || printf 'date\tbypass\tconns\treq_per_s\tp50_ms\tp99_ms\thot_req_per_s\thot_p50_ms\thot_p99_ms\thits_mem\thits_disk\toverload\tmiss\terrors\tload\tshed\tconfig\n' >"$res"
 lua=$PWD/scripts/bench/003-random.lua
 . scripts/bench/testbed.sh mtb3-
 chmod 755 "$work" # nginx's workers run as www-data
@@ -76,12 +87,12 @@ wrkout() {
 }
 
 for bypass in $modes; do
-  echo "== bypass=$bypass: up ($(uptime))"
+  echo "== bypass=$bypass $config: up ($(uptime))"
   tb down >/dev/null 2>&1 || true
   GOMEMLIMIT=$((mem * 6 / 10))MiB tb up --servers 1 --clients 3 --unbalanced --server-link 1gbit --client-link 1gbit \
-    --server-cpu 0.4 --client-cpu 0.2 --memory "$mem" --disk loop --disk-size 1024 \
+    --server-cpu 0.4 --client-cpu 0.2 --memory "$mem" --disk "$disk" --disk-size 1024 \
     --disk-read "$diskr" --disk-write 40 \
-    --node-args "--proxy :8080 --proxy-origin http://$origin:8000 --proxy-memory 16MiB --proxy-disk 512MiB --proxy-bypass=$bypass --proxy-bypass-max $bmax" >/dev/null
+    --node-args "--proxy :8080 --proxy-origin http://$origin:8000 --proxy-memory $pmem --proxy-disk 512MiB --proxy-bypass=$bypass --proxy-bypass-max $bmax${nargs:+ $nargs}" >/dev/null
   tb exec c1 -- nginx -c "$work/nginx.conf" >"$work/nginx.out" 2>&1 &
   npid=$!
   for _ in $(seq 100); do tb exec c2 -- curl -sfo /dev/null "http://$origin:8000/hot" 2>/dev/null && break; sleep 0.1; done
@@ -101,9 +112,9 @@ for bypass in $modes; do
     tb exec c3 -- wrk -t1 -c2 -d"$dur" --timeout 10s --latency "http://$cache:8080/hot" >"$work/h" 2>&1 || true
     wait "$rp" || true
     read -r _ o1 m1 e1 s1 bm1 bd1 < <(counts)
-    line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$(date -u +%FT%TZ)" "$bypass" "$c" \
+    line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$(date -u +%FT%TZ)" "$bypass" "$c" \
       "$(wrkout "$work/r" | tr ' ' '\t')" "$(wrkout "$work/h" | tr ' ' '\t')" \
-      $(((bm1 - bm0) / (kib * 1024))) $(((bd1 - bd0) / (kib * 1024))) $((o1 - o0)) $((m1 - m0)) $((e1 - e0)) "$la" $((s1 - s0)))
+      $(((bm1 - bm0) / (kib * 1024))) $(((bd1 - bd0) / (kib * 1024))) $((o1 - o0)) $((m1 - m0)) $((e1 - e0)) "$la" $((s1 - s0)) "$config")
     echo "$line" | tee -a "$res"
   done
   [ -f "$work/nginx/nginx.pid" ] && kill "$(cat "$work/nginx/nginx.pid")" 2>/dev/null || true

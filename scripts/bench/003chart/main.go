@@ -1,0 +1,320 @@
+// Command 003chart draws paper 003's charts from scripts/bench/003.sh's
+// results and prints the tuning table of docs/benchmarks.md (paper 003).
+//
+//	go run ./scripts/bench/003chart [-in RESULTS.tsv] [-tuning TUNING.tsv] [-img DIR] [-knee MS]
+//
+// Charts (SVG, in -img): 003-latency.svg, p50 and p99 against offered load
+// (the random generator's connections) for all requests and for memory hits,
+// and 003-throughput.svg, req/s against offered load; each with bypass off
+// and on, from the latest run of each mode in -in whose config is -config
+// (default: the last line's). The table: one row per run in -tuning, its
+// saturation (the most req/s of any step) and its knee (the last step whose
+// p99 is at most -knee ms, decision 0057), beside the mean of the -base
+// config's runs (default: the first run's).
+package main
+
+import (
+	"encoding/csv"
+	"flag"
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// step is one line of the results: one offered load of one run.
+type step struct {
+	date                  string
+	conns                 int
+	rps, p50, p99         float64 // the random generator's (mostly the disk tier)
+	hotRPS, hotP50, hotP9 float64 // the hot object's (memory hits)
+	load                  string
+}
+
+// run is the steps of one mode and config measured in one go, in order.
+type run struct {
+	bypass, config string
+	steps          []step
+}
+
+// read splits a results file into runs: a run ends where the mode or the
+// config changes or the connections stop growing.
+func read(file string) ([]*run, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.Comma, r.FieldsPerRecord, r.LazyQuotes = '\t', -1, true
+	rows, err := r.ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if len(rows) < 2 {
+		return nil, fmt.Errorf("%s: no results", file)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	for _, h := range []string{"bypass", "conns", "req_per_s", "p50_ms", "p99_ms", "hot_req_per_s", "hot_p50_ms", "hot_p99_ms"} {
+		if _, ok := col[h]; !ok {
+			return nil, fmt.Errorf("%s: no column %s", file, h)
+		}
+	}
+	field := func(row []string, h string) string {
+		if i, ok := col[h]; ok && i < len(row) {
+			return row[i]
+		}
+		return ""
+	}
+	var runs []*run
+	for _, row := range rows[1:] {
+		s := step{date: field(row, "date"), load: field(row, "load")}
+		var errs [7]error
+		s.conns, errs[0] = strconv.Atoi(field(row, "conns"))
+		for i, p := range []struct {
+			v *float64
+			h string
+		}{{&s.rps, "req_per_s"}, {&s.p50, "p50_ms"}, {&s.p99, "p99_ms"}, {&s.hotRPS, "hot_req_per_s"}, {&s.hotP50, "hot_p50_ms"}, {&s.hotP9, "hot_p99_ms"}} {
+			*p.v, errs[i+1] = strconv.ParseFloat(field(row, p.h), 64)
+		}
+		for _, err := range errs {
+			if err != nil {
+				return nil, fmt.Errorf("%s: bad line %q: %w", file, strings.Join(row, " "), err)
+			}
+		}
+		b, c := field(row, "bypass"), field(row, "config")
+		if n := len(runs); n == 0 || runs[n-1].bypass != b || runs[n-1].config != c ||
+			runs[n-1].steps[len(runs[n-1].steps)-1].conns >= s.conns {
+			runs = append(runs, &run{bypass: b, config: c})
+		}
+		last := runs[len(runs)-1]
+		last.steps = append(last.steps, s)
+	}
+	return runs, nil
+}
+
+// saturation is the step with the most req/s.
+func (r *run) saturation() step {
+	best := r.steps[0]
+	for _, s := range r.steps {
+		if s.rps > best.rps {
+			best = s
+		}
+	}
+	return best
+}
+
+// knee is the last step before the first whose p99 exceeds ms (false when
+// even the lightest step's does).
+func (r *run) knee(ms float64) (step, bool) {
+	var k step
+	ok := false
+	for _, s := range r.steps {
+		if s.p99 > ms {
+			break
+		}
+		k, ok = s, true
+	}
+	return k, ok
+}
+
+func main() {
+	in := flag.String("in", "docs/bench/003/results.tsv", "results with bypass off and on, for the charts")
+	tuning := flag.String("tuning", "docs/bench/003/tuning.tsv", "results of the tuning runs, for the table ('' for none)")
+	img := flag.String("img", "docs/img", "directory of the charts")
+	config := flag.String("config", "", "the config whose runs the charts draw (default: the last line's)")
+	base := flag.String("base", "", "the tuning table's baseline config (default: the first run's)")
+	knee := flag.Float64("knee", 500, "p99 in ms beyond which a step is past the knee")
+	flag.Parse()
+	if err := charts(*in, *img, *config); err != nil {
+		fmt.Fprintln(os.Stderr, "003chart:", err)
+		os.Exit(1)
+	}
+	if *tuning == "" {
+		return
+	}
+	if err := table(*tuning, *base, *knee); err != nil {
+		fmt.Fprintln(os.Stderr, "003chart:", err)
+		os.Exit(1)
+	}
+}
+
+// charts draws the latest run of each mode of config.
+func charts(in, img, config string) error {
+	runs, err := read(in)
+	if err != nil {
+		return err
+	}
+	if config == "" {
+		config = runs[len(runs)-1].config
+	}
+	latest := map[string]*run{}
+	for _, r := range runs {
+		if r.config == config {
+			latest[r.bypass] = r
+		}
+	}
+	if latest["false"] == nil && latest["true"] == nil {
+		return fmt.Errorf("%s: no run of config %q", in, config)
+	}
+	title := "paper 003 on the testbed: " + config
+	lat := []*plot.Plot{
+		panel(latest, "all requests (random objects, mostly the disk tier)", "latency (ms, log)", true,
+			[]metric{{"p99", func(s step) float64 { return s.p99 }, nil}, {"p50", func(s step) float64 { return s.p50 }, dashed}}),
+		panel(latest, "memory hits (one hot object, 2 connections)", "latency (ms, log)", true,
+			[]metric{{"p99", func(s step) float64 { return s.hotP9 }, nil}, {"p50", func(s step) float64 { return s.hotP50 }, dashed}}),
+	}
+	thr := []*plot.Plot{
+		panel(latest, "all requests (random objects, mostly the disk tier)", "req/s", false,
+			[]metric{{"req/s", func(s step) float64 { return s.rps }, nil}}),
+		panel(latest, "memory hits (one hot object, 2 connections)", "req/s", false,
+			[]metric{{"req/s", func(s step) float64 { return s.hotRPS }, nil}}),
+	}
+	if err := save(filepath.Join(img, "003-latency.svg"), title, lat); err != nil {
+		return err
+	}
+	return save(filepath.Join(img, "003-throughput.svg"), title, thr)
+}
+
+var (
+	dashed = []vg.Length{vg.Points(5), vg.Points(3)}
+	modes  = []struct {
+		key, label string
+		color      color.RGBA
+	}{
+		{"false", "bypass off", color.RGBA{178, 24, 43, 255}},
+		{"true", "bypass on", color.RGBA{33, 102, 172, 255}},
+	}
+)
+
+// metric is one line per mode: a figure of each step, drawn solid or dashed.
+type metric struct {
+	label  string
+	of     func(step) float64
+	dashes []vg.Length
+}
+
+// panel draws the metrics of each mode against the random generator's
+// connections (log scale).
+func panel(latest map[string]*run, title, ylabel string, logY bool, ms []metric) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "offered load: connections of the random generator (log)"
+	p.Y.Label.Text = ylabel
+	p.X.Scale = plot.LogScale{}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(plotter.NewGrid())
+	if logY {
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	} else {
+		p.Y.Min = 0
+	}
+	var ticks []plot.Tick
+	for _, m := range modes {
+		r := latest[m.key]
+		if r == nil {
+			continue
+		}
+		for _, met := range ms {
+			var xy plotter.XYs
+			for _, s := range r.steps {
+				xy = append(xy, plotter.XY{X: float64(s.conns), Y: met.of(s)})
+			}
+			l, pts, err := plotter.NewLinePoints(xy)
+			if err != nil {
+				continue // a step without a figure (wrk failed): leave the line out
+			}
+			l.Color, l.Width, l.Dashes = m.color, vg.Points(1.5), met.dashes
+			pts.Color, pts.Shape = m.color, draw.CircleGlyph{}
+			p.Add(l, pts)
+			p.Legend.Add(m.label+", "+met.label, l, pts)
+		}
+		for _, s := range r.steps {
+			ticks = append(ticks, plot.Tick{Value: float64(s.conns), Label: strconv.Itoa(s.conns)})
+		}
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	if logY {
+		p.Y.Max *= 4 // room for the legend above the lines
+	} else {
+		p.Y.Max *= 1.3
+	}
+	return p
+}
+
+// save writes the panels side by side into one SVG file.
+func save(file, title string, panels []*plot.Plot) error {
+	const w, h = 14 * vg.Centimeter, 11 * vg.Centimeter
+	c := vgsvg.New(vg.Length(len(panels))*w, h+vg.Centimeter)
+	dc := draw.New(c)
+	sty := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, 11), Handler: plot.DefaultTextHandler}
+	dc.FillText(sty, vg.Point{X: vg.Points(8), Y: dc.Max.Y - vg.Points(16)}, title)
+	dc.Max.Y -= vg.Centimeter
+	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Centimeter, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6)}
+	canvases := plot.Align([][]*plot.Plot{panels}, tiles, dc)
+	for i, p := range panels {
+		p.Draw(canvases[0][i])
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	fmt.Println(file)
+	return f.Close()
+}
+
+// table prints the tuning table: each run's saturation and knee beside the
+// mean of the baseline config's runs.
+func table(file, base string, kneeMS float64) error {
+	runs, err := read(file)
+	if err != nil {
+		return err
+	}
+	if base == "" {
+		base = runs[0].config
+	}
+	var sat, n float64
+	for _, r := range runs {
+		if r.config == base && r.bypass == runs[0].bypass {
+			sat += r.saturation().rps
+			n++
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: no run of the baseline %q", file, base)
+	}
+	sat /= n
+	fmt.Printf("\nknee: the last step whose p99 is at most %g ms; ratios against the mean saturation of %q, bypass=%s (%.1f req/s)\n\n",
+		kneeMS, base, runs[0].bypass, sat)
+	fmt.Println("| config | bypass | started | saturation req/s (conns) | × baseline | knee req/s (conns) | knee / saturation | p99 ms at the knee | p99 ms at the top step | hot p99 ms at the top step | load |")
+	fmt.Println("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+	for _, r := range runs {
+		s, top := r.saturation(), r.steps[len(r.steps)-1]
+		knee, kneeP99, ratio := "none", "–", "–"
+		if k, ok := r.knee(kneeMS); ok {
+			knee = fmt.Sprintf("%.1f (%d)", k.rps, k.conns)
+			kneeP99 = fmt.Sprintf("%.0f", k.p99)
+			ratio = fmt.Sprintf("%.0f%%", 100*k.rps/s.rps)
+		}
+		fmt.Printf("| %s | %s | %s | %.1f (%d) | %.2f | %s | %s | %s | %.0f | %.0f | %s–%s |\n",
+			r.config, r.bypass, r.steps[0].date, s.rps, s.conns, s.rps/sat, knee, ratio, kneeP99, top.p99, top.hotP9,
+			r.steps[0].load, top.load)
+	}
+	return nil
+}
