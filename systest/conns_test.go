@@ -6,78 +6,111 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mure-dev/mure/internal/cache/proxy"
 	"github.com/mure-dev/mure/internal/node"
 	"github.com/mure-dev/mure/internal/testcluster"
 )
 
-// TestMaxConns: a node holding --max-conns client connections answers the
-// next one at once with a 503 in JSON that says why, counts it, and serves
-// new connections again once one has closed. Idle connections cannot take
-// a node's memory and descriptors without bound.
+// TestMaxConns: a node holding --max-conns connections on a client port,
+// or on the caching proxy's port, answers the next one at once with a 503
+// in JSON that says why, counts it, and serves new connections again once
+// one has closed. Idle connections cannot take a node's memory and
+// descriptors without bound.
 func TestMaxConns(t *testing.T) {
-	c := testcluster.Start(t, 1, testcluster.Options{Setup: func(i int, cfg *node.Config) { cfg.MaxConns = 3 }})
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=600")
+		io.WriteString(w, "object")
+	}))
+	defer origin.Close()
+	u, _ := url.Parse(origin.URL)
+	var proxyAddr string
+	c := testcluster.Start(t, 1, testcluster.Options{Setup: func(i int, cfg *node.Config) {
+		cfg.MaxConns = 3
+		proxyAddr = testcluster.FreeAddr(t)
+		cfg.Proxy = &proxy.Config{Addr: proxyAddr, Origins: []proxy.Origin{{URL: u}}}
+	}})
 	c.WaitReady(0)
-	addr := c.HTTPAddr(0)
-	var idle []net.Conn
-	for range 3 {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		idle = append(idle, conn)
-	}
-	// The listener counts a connection once it has accepted it: poll.
-	var status int
-	var body string
-	testcluster.WaitFor(t, 10*time.Second, "a connection over the limit to be refused", func() bool {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			return false
-		}
-		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(2 * time.Second))
-		io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			return false
-		}
-		b, _ := io.ReadAll(resp.Body)
-		status, body = resp.StatusCode, string(b)
-		return status == http.StatusServiceUnavailable
-	})
-	var e struct{ Error, Code string }
-	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Code != "overloaded" || !strings.Contains(e.Error, "3 connections open") {
-		t.Fatalf("refusal %q: want JSON with code overloaded naming the limit", body)
-	}
-	idle[0].Close()
-	testcluster.WaitFor(t, 10*time.Second, "a new connection to be served after one closed", func() bool {
-		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Get("http://" + addr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	for _, conn := range idle[1:] {
-		conn.Close()
-	}
-	testcluster.WaitFor(t, 10*time.Second, "the refusal counted in the metrics", func() bool {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if strings.HasPrefix(line, "mure_client_connections_refused_total ") {
-				return line != "mure_client_connections_refused_total 0"
+	for _, port := range []struct{ name, addr, path string }{
+		{"client port", c.HTTPAddr(0), "/healthz"},
+		{"proxy port", proxyAddr, "/object"},
+	} {
+		t.Run(port.name, func(t *testing.T) {
+			before := refusals(t, c.HTTPAddr(0))
+			var idle []net.Conn
+			for range 3 {
+				conn, err := net.Dial("tcp", port.addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				idle = append(idle, conn)
 			}
+			// The listener counts a connection once it has accepted it: poll.
+			var body string
+			testcluster.WaitFor(t, 10*time.Second, "a connection over the limit to be refused", func() bool {
+				conn, err := net.Dial("tcp", port.addr)
+				if err != nil {
+					return false
+				}
+				defer conn.Close()
+				conn.SetDeadline(time.Now().Add(2 * time.Second))
+				io.WriteString(conn, "GET "+port.path+" HTTP/1.1\r\nHost: "+port.addr+"\r\n\r\n")
+				resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+				if err != nil {
+					return false
+				}
+				b, _ := io.ReadAll(resp.Body)
+				body = string(b)
+				return resp.StatusCode == http.StatusServiceUnavailable
+			})
+			var e struct{ Error, Code string }
+			if err := json.Unmarshal([]byte(body), &e); err != nil || e.Code != "overloaded" || !strings.Contains(e.Error, "3 connections open") {
+				t.Fatalf("refusal %q: want JSON with code overloaded naming the limit", body)
+			}
+			idle[0].Close()
+			testcluster.WaitFor(t, 10*time.Second, "a new connection to be served after one closed", func() bool {
+				resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Get("http://" + port.addr + port.path)
+				if err != nil {
+					return false
+				}
+				resp.Body.Close()
+				return resp.StatusCode == http.StatusOK
+			})
+			for _, conn := range idle[1:] {
+				conn.Close()
+			}
+			testcluster.WaitFor(t, 10*time.Second, "the refusal counted in the metrics", func() bool {
+				return refusals(t, c.HTTPAddr(0)) > before
+			})
+		})
+	}
+}
+
+// refusals reads mure_client_connections_refused_total from a node's
+// /metrics (-1 when it cannot), on a connection of its own that it closes.
+func refusals(t *testing.T, addr string) int {
+	t.Helper()
+	resp, err := (&http.Client{Transport: testcluster.Authorize(&http.Transport{DisableKeepAlives: true})}).Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "mure_client_connections_refused_total "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return -1
+			}
+			return n
 		}
-		return false
-	})
+	}
+	return -1
 }

@@ -1,18 +1,28 @@
 package node
 
 import (
+	"net"
 	"path/filepath"
 
 	"github.com/mure-dev/mure/internal/cache/proxy"
+	"github.com/mure-dev/mure/internal/frontdoor"
 )
 
 // proxyService builds the caching proxy (--proxy): its disk tier lives in
-// DATA/cache.
+// DATA/cache, and its ports hold at most --max-conns connections each, as
+// the client ports do (beyond, a new connection is answered 503 and
+// counted with theirs).
 func (n *Node) proxyService() (*proxy.Service, error) {
 	pc := *n.cfg.Proxy
 	pc.Dir = filepath.Join(n.cfg.DataDir, "cache")
 	pc.NoSync = n.cfg.NoSync
-	pc.Listen, pc.TLS = n.withTLS, n.scheme() == "https"
+	pc.TLS = n.scheme() == "https"
+	pc.Listen = func(ln net.Listener) net.Listener {
+		if n.cfg.MaxConns > 0 {
+			ln = frontdoor.LimitConns(ln, n.cfg.MaxConns, n.connRefused)
+		}
+		return n.withTLS(ln)
+	}
 	return proxy.NewService(pc)
 }
 
