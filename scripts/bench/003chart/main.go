@@ -35,7 +35,7 @@ import (
 type step struct {
 	date                  string
 	conns                 int
-	rps, p50, p99         float64 // the random generator's (mostly the disk tier)
+	rps, p50, p99         float64 // the random generator's (mostly the disk tier): 2xx/3xx a second
 	hotRPS, hotP50, hotP9 float64 // the hot object's (memory hits)
 	load                  string
 }
@@ -93,6 +93,11 @@ func read(file string) ([]*run, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: bad line %q: %w", file, strings.Join(row, " "), err)
 			}
+		}
+		// ok_req_per_s leaves out refusals (wrk's req/s counts every answer);
+		// older lines have none.
+		if v, err := strconv.ParseFloat(field(row, "ok_req_per_s"), 64); err == nil {
+			s.rps = v
 		}
 		b, c := field(row, "bypass"), field(row, "config")
 		if n := len(runs); n == 0 || runs[n-1].bypass != b || runs[n-1].config != c ||
