@@ -27,6 +27,12 @@
 # the host's memory), NODE_ARGS (more mure serve flags). Every line records
 # them in the column config, e.g.
 #   MODES=false PMEM=64MiB scripts/bench/003.sh
+# FILLMBPS: the loop disk's rate during the fill (mure testbed slow-disk),
+# back to DISKR/40 MB/s afterwards. By default the fill runs at those rates:
+# its later passes wait for reads at 4 MB/s, and a catalogue of 6,000
+# objects was not half on disk after 50 s (the rest were misses).
+# Last column ok_req_per_s: the random generator's 2xx/3xx answers a second
+# (wrk's req/s counts refusals too, e.g. with NODE_ARGS="--max-conns 16").
 # Charts and the tuning table from the results: go run ./scripts/bench/003chart
 # Run it under the testbed lock: flock -w 1800 /work/notes/testbed.lock ...
 # Results: docs/bench/003/results.tsv (one line per mode and step, with
@@ -35,13 +41,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 modes=${MODES:-"false true"} steps=${STEPS:-"2 8 32 96"} dur=${DUR:-8s}
 objs=${OBJS:-4000} kib=${KIB:-64} mem=${MEM:-128} bmax=${BYPASS_MAX:-32} diskr=${DISKR:-4} fill=${FILL:-50}
-pmem=${PMEM:-16MiB} disk=${DISK:-loop} nargs=${NODE_ARGS:-}
+pmem=${PMEM:-16MiB} disk=${DISK:-loop} nargs=${NODE_ARGS:-} fillmbps=${FILLMBPS:-}
 config="mem=${mem}MB pmem=$pmem disk=$disk"
-[ "$disk" = loop ] && config+=":${diskr}MB/s"
+[ "$disk" = loop ] && config+=":${diskr}MB/s${fillmbps:+ fill:${fillmbps}MB/s}"
 [ -z "$nargs" ] || config+=" $nargs"
 out=docs/bench/003; mkdir -p "$out"
 res=${RES:-$out/results.tsv}
-[ -f "$res" ] || printf 'date\tbypass\tconns\treq_per_s\tp50_ms\tp99_ms\thot_req_per_s\thot_p50_ms\thot_p99_ms\thits_mem\thits_disk\toverload\tmiss\terrors\tload\tshed\tconfig\n' >"$res"
+[ -f "$res" ] || printf 'date\tbypass\tconns\treq_per_s\tp50_ms\tp99_ms\thot_req_per_s\thot_p50_ms\thot_p99_ms\thits_mem\thits_disk\toverload\tmiss\terrors\tload\tshed\tconfig\tok_req_per_s\n' >"$res"
 lua=$PWD/scripts/bench/003-random.lua
 . scripts/bench/testbed.sh mtb3-
 chmod 755 "$work" # nginx's workers run as www-data
@@ -79,6 +85,11 @@ counts() {
   t=$(curl -s -m 5 "$cache:7946/status" | jq -r '.services.proxy.counts | "\(.cache_memory_bytes // 0) \(.cache_disk_bytes // 0)"' 2>/dev/null || true)
   echo "$m ${t:-0 0}"
 }
+# okrate FILE: the 2xx/3xx answers a second of one wrk output
+okrate() {
+  awk '/requests in/ {n = $1; d = $4; sub(/s,?$/, "", d)} /Non-2xx/ {bad = $NF}
+    END {if (d > 0) printf "%.1f", (n - bad) / d; else printf "0.0"}' "$1"
+}
 # wrkout FILE: req/s, p50 and p99 in ms of one wrk --latency output
 wrkout() {
   awk 'function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
@@ -98,7 +109,9 @@ for bypass in $modes; do
   for _ in $(seq 100); do tb exec c2 -- curl -sfo /dev/null "http://$origin:8000/hot" 2>/dev/null && break; sleep 0.1; done
   tb exec c3 -- curl -sfo /dev/null "http://$cache:8080/hot"
   # fill: one ordered pass (and more) over the catalogue
+  [ -z "$fillmbps" ] || [ "$disk" != loop ] || tb slow-disk s1 "$fillmbps" >/dev/null
   tb exec c2 -- env N="$objs" MODE=seq wrk -t1 -c2 -d"${fill}s" -s "$lua" "http://$cache:8080" >"$work/fill" 2>&1
+  [ -z "$fillmbps" ] || [ "$disk" != loop ] || tb slow-disk s1 0 >/dev/null
   echo "filled: $(wrkout "$work/fill") (req/s p50 p99); objects: $(curl -s -m 5 "$cache:7946/status" | jq -c '.services.proxy.tiers'); host: $(curl -s -m 5 "$cache:7946/status" | jq -c '.host | {memory_bytes, memory_limit_bytes, page_cache_bytes}')"
   if ! curl -sf -m 5 -o /dev/null "$cache:7946/healthz"; then
     echo "the cache node does not answer after the fill (its memory limit? dmesg | grep oom); its log: $logs" >&2
@@ -112,9 +125,9 @@ for bypass in $modes; do
     tb exec c3 -- wrk -t1 -c2 -d"$dur" --timeout 10s --latency "http://$cache:8080/hot" >"$work/h" 2>&1 || true
     wait "$rp" || true
     read -r _ o1 m1 e1 s1 bm1 bd1 < <(counts)
-    line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$(date -u +%FT%TZ)" "$bypass" "$c" \
+    line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$(date -u +%FT%TZ)" "$bypass" "$c" \
       "$(wrkout "$work/r" | tr ' ' '\t')" "$(wrkout "$work/h" | tr ' ' '\t')" \
-      $(((bm1 - bm0) / (kib * 1024))) $(((bd1 - bd0) / (kib * 1024))) $((o1 - o0)) $((m1 - m0)) $((e1 - e0)) "$la" $((s1 - s0)) "$config")
+      $(((bm1 - bm0) / (kib * 1024))) $(((bd1 - bd0) / (kib * 1024))) $((o1 - o0)) $((m1 - m0)) $((e1 - e0)) "$la" $((s1 - s0)) "$config" "$(okrate "$work/r")")
     echo "$line" | tee -a "$res"
   done
   [ -f "$work/nginx/nginx.pid" ] && kill "$(cat "$work/nginx/nginx.pid")" 2>/dev/null || true
