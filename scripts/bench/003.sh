@@ -31,6 +31,8 @@
 # back to DISKR/40 MB/s afterwards. By default the fill runs at those rates:
 # its later passes wait for reads at 4 MB/s, and a catalogue of 6,000
 # objects was not half on disk after 50 s (the rest were misses).
+# GOML: the node's GOMEMLIMIT (60% of MEM by default), e.g. to keep it when
+# MEM grows by a tmpfs disk tier's size.
 # Last column ok_req_per_s: the random generator's 2xx/3xx answers a second
 # (wrk's req/s counts refusals too, e.g. with NODE_ARGS="--max-conns 16").
 # Charts and the tuning table from the results: go run ./scripts/bench/003chart
@@ -41,8 +43,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 modes=${MODES:-"false true"} steps=${STEPS:-"2 8 32 96"} dur=${DUR:-8s}
 objs=${OBJS:-4000} kib=${KIB:-64} mem=${MEM:-128} bmax=${BYPASS_MAX:-32} diskr=${DISKR:-4} fill=${FILL:-50}
-pmem=${PMEM:-16MiB} disk=${DISK:-loop} nargs=${NODE_ARGS:-} fillmbps=${FILLMBPS:-}
-config="mem=${mem}MB pmem=$pmem disk=$disk"
+pmem=${PMEM:-16MiB} disk=${DISK:-loop} nargs=${NODE_ARGS:-} fillmbps=${FILLMBPS:-} goml=${GOML:-$((mem * 6 / 10))MiB}
+config="mem=${mem}MB${GOML:+ gomemlimit=$GOML} pmem=$pmem disk=$disk"
 [ "$disk" = loop ] && config+=":${diskr}MB/s${fillmbps:+ fill:${fillmbps}MB/s}"
 [ -z "$nargs" ] || config+=" $nargs"
 out=docs/bench/003; mkdir -p "$out"
@@ -100,7 +102,7 @@ wrkout() {
 for bypass in $modes; do
   echo "== bypass=$bypass $config: up ($(uptime))"
   tb down >/dev/null 2>&1 || true
-  GOMEMLIMIT=$((mem * 6 / 10))MiB tb up --servers 1 --clients 3 --unbalanced --server-link 1gbit --client-link 1gbit \
+  GOMEMLIMIT=$goml tb up --servers 1 --clients 3 --unbalanced --server-link 1gbit --client-link 1gbit \
     --server-cpu 0.4 --client-cpu 0.2 --memory "$mem" --disk "$disk" --disk-size 1024 \
     --disk-read "$diskr" --disk-write 40 \
     --node-args "--proxy :8080 --proxy-origin http://$origin:8000 --proxy-memory $pmem --proxy-disk 512MiB --proxy-bypass=$bypass --proxy-bypass-max $bmax${nargs:+ $nargs}" >/dev/null
