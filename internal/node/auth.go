@@ -55,7 +55,7 @@ func (n *Node) openAuth(key transport.Key) error {
 		MetricsOpen: n.cfg.Token != "" && n.cfg.Auth.MetricsToken == "",
 		Current:     n.cl.HasReadLease,
 		Hint:        "a node keeps an admin credential in its data directory, DATA/admin.token; mure token create makes more"}
-	a.admin = &authhttp.Admin{Apply: n.cl.ApplyOp, Records: fsm, Sealer: sealer, Params: n.cfg.Auth.HashParams}
+	a.admin = &authhttp.Admin{Apply: n.cl.ApplyOp, Records: fsm, Sealer: sealer, Params: n.cfg.Auth.HashParams, Open: !n.authRequired()}
 	n.auth = a
 	return nil
 }

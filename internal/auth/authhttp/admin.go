@@ -26,6 +26,10 @@ type Admin struct {
 	Sealer *auth.Sealer
 	// Params hash new passwords (zero: auth.DefaultHashParams).
 	Params auth.HashParams
+	// Open says the node runs with --auth=false: requests carry no
+	// principal, and a new access key is refused with why none is needed
+	// (S3 accepts any key then: decision 0060).
+	Open bool
 }
 
 // Routes mounts the endpoints on mux (behind a Guard, which puts the

@@ -24,6 +24,10 @@ func (a *Admin) addKey(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
+	if a.Open {
+		api.Error(w, http.StatusConflict, api.CodeConflict, "this node runs with --auth=false: its S3 API accepts any access key and secret (and unsigned requests), so no key is needed; keys are made once --auth is on")
+		return
+	}
 	p, ok := caller(w, r, req.User)
 	if !ok {
 		return

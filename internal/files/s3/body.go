@@ -95,7 +95,7 @@ func newBody(r *http.Request, s *signed) (b *body, size int64, err error) {
 	switch payload {
 	case streamingSigned, streamingUnsignedTrail:
 		ch := &chunked{r: bufio.NewReaderSize(r.Body, 64<<10), trailer: payload == streamingUnsignedTrail}
-		if payload == streamingSigned {
+		if payload == streamingSigned && s.key != nil { // nil: not checked (--auth=false)
 			ch.sig = s
 			ch.prev = s.seed
 		}

@@ -22,8 +22,10 @@ type Config struct {
 	Files func() Files
 	// Keys opens access keys for the signature check.
 	Keys Keys
-	// Anonymous are the grants of unsigned requests; Open gives them
-	// everything (a node started with --auth=false).
+	// Anonymous are the grants of unsigned requests. Open (a node started
+	// with --auth=false) lets every request do everything: unsigned, or
+	// signed with any key and secret, whose signature is not checked
+	// (decision 0060).
 	Anonymous []auth.Grant
 	Open      bool
 	// Listen wraps the listener (TLS when the client ports speak it);
@@ -95,7 +97,7 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 	anon := s.cfg.Anonymous
 	h := NewHandler(fs, s.cfg.Keys, anon, env.Logger)
 	if s.cfg.Open {
-		h.anonymous = auth.Principal{User: "anonymous", Via: auth.ViaAnonymous, Admin: true}
+		h.open()
 	}
 	if s.cfg.Admission != nil {
 		h.admission, h.writeAdmission = s.cfg.Admission()

@@ -42,7 +42,11 @@ func (testKeys) KeySecret(id string) (auth.Principal, string, error) {
 // sigServer verifies each request's signature and reads its body as the
 // S3 face does; it answers "ok USER BODY" or the S3 error.
 func sigServer(t *testing.T, now func() time.Time) *httptest.Server {
-	v := &verifier{keys: testKeys{}, now: now}
+	return verifiedServer(t, &verifier{keys: testKeys{}, now: now})
+}
+
+// verifiedServer is sigServer with the verifier v.
+func verifiedServer(t *testing.T, v *verifier) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, err := v.verify(r)
 		if err != nil {
