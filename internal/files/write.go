@@ -243,7 +243,9 @@ func (s *Service) receive(path string, body io.Reader, size int64) (store.Info, 
 		return store.Info{}, "", err
 	}
 	sum := md5.New()
-	n, err := io.Copy(io.MultiWriter(wr, sum), io.LimitReader(body, s.cfg.MaxBody+1))
+	// The Writer reads into its own buffer (io.ReaderFrom); a MultiWriter
+	// would make io.Copy allocate 32 KiB per write.
+	n, err := io.Copy(wr, io.TeeReader(io.LimitReader(body, s.cfg.MaxBody+1), sum))
 	switch {
 	case err != nil:
 	case n > s.cfg.MaxBody:

@@ -92,12 +92,17 @@ func (w *Writer) commitSmall(info Info) error {
 	s := w.s
 	rec := record{kind: recBlob, path: w.path, id: w.id, size: w.n, mtime: info.ModTime.UnixNano()}
 	w.h.Sum(rec.sum[:0])
-	b := appendRecord(make([]byte, 0, recHeader+len(w.path)+len(w.id)+len(w.buf)), &rec, w.buf)
+	pb := bufPool.Get().(*[]byte) // the record is garbage once written
+	b := appendRecord((*pb)[:0], &rec, w.buf)
 	w.release()
 	l := s.locate(w.path)
 	mu := &s.stripes[l.stripe]
 	mu.Lock()
 	seg, off, pos, err := s.log.append(b)
+	if cap(b) == writeBufSize { // not grown past the pool's size
+		*pb = b[:0]
+		bufPool.Put(pb)
+	}
 	if err != nil {
 		mu.Unlock()
 		return err
