@@ -50,7 +50,7 @@ func (h *History) AddNote(client int, in Input, call int64, out Output, note str
 // not applied by then, it never will be: the version it expects will
 // never be current again).
 func (h *History) AddBounded(client int, in Input, call int64) {
-	h.add(client, in, call, Output{Outcome: Unknown}, "bounded by a refused retry", h.Now())
+	h.add(client, in, call, Output{Outcome: Unknown}, "unknown, bounded", h.Now())
 }
 
 func (h *History) add(client int, in Input, call int64, out Output, note string, ret int64) {

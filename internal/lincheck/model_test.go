@@ -73,6 +73,14 @@ func TestCheckerBites(t *testing.T) {
 	if res, _ := h.Check(5*time.Second, ""); res != porcupine.Ok {
 		t.Fatalf("unknown write seen late: %v, want Ok", res)
 	}
+	// Bounded, it cannot take effect after a later write.
+	h = NewHistory()
+	h.AddBounded(0, Input{Kind: Write, Key: "k", Value: "a"}, h.Now())
+	h.Add(1, Input{Kind: Write, Key: "k", Value: "b"}, h.Now(), Output{})
+	h.Add(1, Input{Kind: Read, Key: "k"}, h.Now(), Output{Value: "a"})
+	if res, _ := h.Check(5*time.Second, ""); res != porcupine.Illegal {
+		t.Fatalf("bounded unknown write seen after a later write: %v, want Illegal", res)
+	}
 }
 
 func TestBoundObserved(t *testing.T) {
