@@ -11,6 +11,10 @@
 # through forwarding); default: the production timings (decision 0017),
 # where elections and lease expiries take longer. SEEDS defaults to 20 per
 # test; one seed of each takes about 30-60 s on 2 cores.
+#
+# The checker must still bite: MURE_NODE_ARGS=--debug-unsafe-reads starts
+# the nodes with a deliberately broken protocol (reads without the lease
+# and fence checks), and every run should then fail (docs/reliability.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which=${1:-all}
