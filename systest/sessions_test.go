@@ -81,12 +81,17 @@ func addSessionUser(t testing.TB, c *client.Client) sessionUser {
 // failed test's sessions).
 func killHolders(pc *testcluster.ProcCluster, n int) {
 	for i := 0; i < n; i++ {
-		pids, _ := filepath.Glob(filepath.Join(pc.Dir(i), "sessions", "*", "pid"))
-		for _, f := range pids {
-			b, _ := os.ReadFile(f)
-			if pid, err := strconv.Atoi(string(b)); err == nil && pid > 0 {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
+		killHoldersIn(pc.Dir(i))
+	}
+}
+
+// killHoldersIn ends every holder left in the data directory dir.
+func killHoldersIn(dir string) {
+	pids, _ := filepath.Glob(filepath.Join(dir, "sessions", "*", "pid"))
+	for _, f := range pids {
+		b, _ := os.ReadFile(f)
+		if pid, err := strconv.Atoi(string(b)); err == nil && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 }

@@ -44,7 +44,7 @@ func newFlagSet(name, synopsis, help string, stderr io.Writer) (*flag.FlagSet, *
 	fs.StringVar(&cf.nodes, "node", node, "comma-separated node `ADDR`s to talk to (env MURE_NODE; default with --data: that node)")
 	secretVar(fs, &cf.token, "token", "MURE_TOKEN", "API bearer `TOKEN` (env MURE_TOKEN); without it, MURE_USER and MURE_PASSWORD, or --data")
 	fs.StringVar(&cf.data, "data", os.Getenv("MURE_DATA"), "a node's data `DIR` on this machine: use its admin credential (DIR/admin.token; env MURE_DATA)")
-	fs.StringVar(&cf.ca, "ca", os.Getenv("MURE_CA"), "trust this CA certificate `FILE` (mure ca init) for https:// nodes (env MURE_CA)")
+	fs.StringVar(&cf.ca, "ca", os.Getenv("MURE_CA"), "trust this CA certificate `FILE` (mure ca init), or this PEM text, for https:// nodes (env MURE_CA; a session on a TLS node has it)")
 	fs.BoolVar(&cf.json, "json", false, "machine-readable JSON output")
 	return fs, cf
 }

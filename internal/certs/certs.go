@@ -18,6 +18,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -56,8 +57,9 @@ func InitCA(dir, name string) error {
 }
 
 // Issue makes a server certificate for hosts (names and IP addresses),
-// valid for days, signed by the CA in caDir, written to certFile and
-// keyFile (mode 0600).
+// valid for days, signed by the CA in caDir, written to certFile (the
+// certificate, then the CA's: a node gives the CA to its sessions,
+// Holder.CAPEM) and keyFile (mode 0600).
 func Issue(caDir string, hosts []string, days int, certFile, keyFile string) error {
 	ca, err := tls.LoadX509KeyPair(filepath.Join(caDir, CACert), filepath.Join(caDir, CAKey))
 	if err != nil {
@@ -90,7 +92,7 @@ func Issue(caDir string, hosts []string, days int, certFile, keyFile string) err
 	if err != nil {
 		return err
 	}
-	return writePair(certFile, keyFile, der, key)
+	return writePair(certFile, keyFile, der, key, ca.Certificate[0])
 }
 
 func serial() *big.Int {
@@ -98,7 +100,8 @@ func serial() *big.Int {
 	return n
 }
 
-func writePair(certFile, keyFile string, der []byte, key *ecdsa.PrivateKey) error {
+// writePair writes key and the certificates chain (DER, the leaf first).
+func writePair(certFile, keyFile string, der []byte, key *ecdsa.PrivateKey, chain ...[]byte) error {
 	kb, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		return err
@@ -106,7 +109,11 @@ func writePair(certFile, keyFile string, der []byte, key *ecdsa.PrivateKey) erro
 	if err := writeKey(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})); err != nil {
 		return err
 	}
-	return os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	var out []byte
+	for _, d := range append([][]byte{der}, chain...) {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: d})...)
+	}
+	return os.WriteFile(certFile, out, 0o644)
 }
 
 // writeKey writes a private key with mode 0600, also over an existing file
@@ -127,15 +134,21 @@ func writeKey(file string, b []byte) error {
 	return f.Close()
 }
 
-// LoadPool reads a PEM file of CA certificates.
+// LoadPool reads a PEM file of CA certificates, or takes the PEM itself
+// when file starts with "-----BEGIN" (MURE_CA in a session holds it: the
+// session's account may not read the node's files).
 func LoadPool(file string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
+	b, what := []byte(file), "the PEM given"
+	if !strings.HasPrefix(strings.TrimSpace(file), "-----BEGIN") {
+		var err error
+		if b, err = os.ReadFile(file); err != nil {
+			return nil, err
+		}
+		what = file
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("%s holds no PEM certificate", file)
+		return nil, fmt.Errorf("%s holds no PEM certificate", what)
 	}
 	return pool, nil
 }
@@ -172,6 +185,23 @@ func (h *Holder) Reload() error {
 func (h *Holder) Config() *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return h.cur.Load(), nil }}
+}
+
+// CAPEM returns the CA certificates the current chain ends with, in PEM:
+// those that sign themselves (a root, such as the CA mure ca issue puts
+// after a node's certificate). Nil when it holds none (a public CA's
+// chain: clients trust its root already). A node's sessions get it as
+// MURE_CA, so that mure inside them verifies the node.
+func (h *Holder) CAPEM() []byte {
+	var out []byte
+	for _, der := range h.cur.Load().Certificate[1:] {
+		c, err := x509.ParseCertificate(der)
+		if err != nil || !c.IsCA || c.CheckSignatureFrom(c) != nil {
+			continue
+		}
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	return out
 }
 
 // NotAfter is when the current certificate expires.

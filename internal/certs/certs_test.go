@@ -1,6 +1,9 @@
 package certs
 
 import (
+	"bytes"
+	"crypto/tls"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,5 +33,70 @@ func TestIssueKeyMode(t *testing.T) {
 	}
 	if _, err := NewHolder(crt, key); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCAPEM: a certificate from mure ca issue carries its CA after it; the
+// holder gives that CA (and nothing from a chain without one), and a
+// client trusting the PEM itself (LoadPool of the text, as MURE_CA holds
+// it in a session) verifies the server.
+func TestCAPEM(t *testing.T) {
+	dir := t.TempDir()
+	if err := InitCA(dir, "test CA"); err != nil {
+		t.Fatal(err)
+	}
+	crt, key := filepath.Join(dir, "n.crt"), filepath.Join(dir, "n.key")
+	if err := Issue(dir, []string{"127.0.0.1"}, 1, crt, key); err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHolder(crt, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(dir, CACert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.CAPEM(); !bytes.Equal(got, caPEM) {
+		t.Fatalf("CAPEM:\n%s\nwant the CA's certificate:\n%s", got, caPEM)
+	}
+	pool, err := LoadPool(string(h.CAPEM()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", h.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			_ = c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	conn, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool})
+	if err != nil {
+		t.Fatalf("a client trusting CAPEM: %v", err)
+	}
+	conn.Close()
+
+	// The leaf alone (a chain without its root): nothing to give.
+	chain, err := os.ReadFile(crt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := pem.Decode(chain)
+	if err := os.WriteFile(crt, pem.EncodeToMemory(leaf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.CAPEM(); got != nil {
+		t.Fatalf("CAPEM of a chain without a root: %s", got)
+	}
+	if _, err := LoadPool("-----BEGIN CERTIFICATE-----\nnot one\n-----END CERTIFICATE-----\n"); err == nil {
+		t.Fatal("LoadPool took a PEM without a certificate")
 	}
 }

@@ -225,7 +225,7 @@ func (n *Node) buildServices(key transport.Key) ([]Service, error) {
 	}
 	sc := cfg.Sessions
 	sc.Dir = filepath.Join(cfg.DataDir, "sessions")
-	sc.NodeURL = n.clientURL
+	sc.NodeURL, sc.NodeCA = n.clientURL, n.clientCA
 	sess, err := sessionhttp.NewService(sc)
 	if err != nil {
 		return nil, err
@@ -310,6 +310,15 @@ func (n *Node) clientURL() string {
 		return "https://" + n.advertiseHTTP()
 	}
 	return "http://" + n.advertiseHTTP()
+}
+
+// clientCA is the PEM of the CA the client ports' certificate chains to,
+// when its file holds it ("" without TLS or without it: certs.Holder.CAPEM).
+func (n *Node) clientCA() string {
+	if n.certs == nil {
+		return ""
+	}
+	return string(n.certs.CAPEM())
 }
 
 func (n *Node) advertiseHTTP() string {

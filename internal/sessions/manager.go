@@ -59,7 +59,12 @@ type Config struct {
 	// reach it (MURE_NODE in their environment, for mure run); nil or "":
 	// not given. A function: the API opens after the sessions start.
 	NodeURL func() string
-	Logger  *slog.Logger
+	// NodeCA returns the PEM of the CA that the node's client API
+	// certificate chains to (MURE_CA in a session's environment, so that
+	// mure there verifies the node over TLS); "" or nil: not given (no
+	// TLS, or a CA the system trusts).
+	NodeCA func() string
+	Logger *slog.Logger
 }
 
 // Manager runs a node's local sessions and keeps their records.
@@ -311,6 +316,11 @@ func (m *Manager) spec(s Session, k Kind, a Account, size holder.Size, dir strin
 	if m.cfg.NodeURL != nil {
 		if u := m.cfg.NodeURL(); u != "" {
 			env = append(env, "MURE_NODE="+u)
+		}
+	}
+	if m.cfg.NodeCA != nil {
+		if ca := m.cfg.NodeCA(); ca != "" {
+			env = append(env, "MURE_CA="+ca)
 		}
 	}
 	if k.Type == TypeWeb {
