@@ -19,7 +19,7 @@
 # tier). BYPASS_MAX sets --proxy-bypass-max (decision 0055: relays to the
 # origin in flight, halved while the host's CPU quota runs out); the
 # requests shed beyond it (503, retried by c2 after Retry-After) are the
-# shed column.
+# shed column; bound is mure_cache_bypass_limit during the step (min/mean).
 #   STEPS="4 16" DUR=5s scripts/bench/003.sh
 # Paper 003's tuning table on mure's knobs (docs/benchmarks.md, paper 003):
 # PMEM (--proxy-memory, 16MiB), DISK (the testbed's --disk: loop, a throttled
@@ -33,7 +33,7 @@
 # objects was not half on disk after 50 s (the rest were misses).
 # GOML: the node's GOMEMLIMIT (60% of MEM by default), e.g. to keep it when
 # MEM grows by a tmpfs disk tier's size.
-# Last column ok_req_per_s: the random generator's 2xx/3xx answers a second
+# Column ok_req_per_s: the random generator's 2xx/3xx answers a second
 # (wrk's req/s counts refusals too, e.g. with NODE_ARGS="--max-conns 16").
 # Charts and the tuning table from the results: go run ./scripts/bench/003chart
 # Run it under the testbed lock: flock -w 1800 /work/notes/testbed.lock ...
@@ -49,7 +49,7 @@ config="mem=${mem}MB${GOML:+ gomemlimit=$GOML} pmem=$pmem disk=$disk"
 [ -z "$nargs" ] || config+=" $nargs"
 out=docs/bench/003; mkdir -p "$out"
 res=${RES:-$out/results.tsv}
-[ -f "$res" ] || printf 'date\tbypass\tconns\treq_per_s\tp50_ms\tp99_ms\thot_req_per_s\thot_p50_ms\thot_p99_ms\thits_mem\thits_disk\toverload\tmiss\terrors\tload\tshed\tconfig\tok_req_per_s\n' >"$res"
+[ -f "$res" ] || printf 'date\tbypass\tconns\treq_per_s\tp50_ms\tp99_ms\thot_req_per_s\thot_p50_ms\thot_p99_ms\thits_mem\thits_disk\toverload\tmiss\terrors\tload\tshed\tconfig\tok_req_per_s\tbound\n' >"$res"
 lua=$PWD/scripts/bench/003-random.lua
 . scripts/bench/testbed.sh mtb3-
 chmod 755 "$work" # nginx's workers run as www-data
@@ -124,12 +124,20 @@ for bypass in $modes; do
     la=$(cut -d' ' -f1 /proc/loadavg)
     tb exec c2 -- env N="$objs" wrk -t2 -c"$c" -d"$dur" --timeout 10s --latency -s "$lua" "http://$cache:8080" >"$work/r" 2>&1 &
     rp=$!
+    # the bypass bound (mure_cache_bypass_limit) twice a second: "min/mean"
+    (while kill -0 "$rp" 2>/dev/null; do
+      curl -s -m 1 "$cache:7946/metrics" | awk '/^mure_cache_bypass_limit / {print $2}'
+      sleep 0.5
+    done) >"$work/bound" &
+    bp=$!
     tb exec c3 -- wrk -t1 -c2 -d"$dur" --timeout 10s --latency "http://$cache:8080/hot" >"$work/h" 2>&1 || true
     wait "$rp" || true
+    wait "$bp" || true
+    bound=$(awk 'NR == 1 || $1 < m {m = $1} {s += $1} END {if (NR) printf "%d/%.1f", m, s / NR; else print "-"}' "$work/bound")
     read -r _ o1 m1 e1 s1 bm1 bd1 < <(counts)
-    line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$(date -u +%FT%TZ)" "$bypass" "$c" \
+    line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$(date -u +%FT%TZ)" "$bypass" "$c" \
       "$(wrkout "$work/r" | tr ' ' '\t')" "$(wrkout "$work/h" | tr ' ' '\t')" \
-      $(((bm1 - bm0) / (kib * 1024))) $(((bd1 - bd0) / (kib * 1024))) $((o1 - o0)) $((m1 - m0)) $((e1 - e0)) "$la" $((s1 - s0)) "$config" "$(okrate "$work/r")")
+      $(((bm1 - bm0) / (kib * 1024))) $(((bd1 - bd0) / (kib * 1024))) $((o1 - o0)) $((m1 - m0)) $((e1 - e0)) "$la" $((s1 - s0)) "$config" "$(okrate "$work/r")" "$bound")
     echo "$line" | tee -a "$res"
   done
   [ -f "$work/nginx/nginx.pid" ] && kill "$(cat "$work/nginx/nginx.pid")" 2>/dev/null || true

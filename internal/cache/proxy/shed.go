@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"net/http"
+	rtmetrics "runtime/metrics"
 	"sync/atomic"
 	"time"
 
@@ -92,12 +93,57 @@ func (g *relays) run(ctx context.Context, tick time.Duration) {
 	}
 }
 
-// hostCPUShort reads the host's CPU (its cgroup: the testbed's emulated
+// CPUShort is the signal the bypass bound follows by default: the CPU ran
+// short since the previous call when the host's CPU quota held its tasks
+// back (throttledShort), or when goroutines waited for a CPU
+// (schedShort) — the latter also when the machine, not a quota, is what
+// is short, as on a host shared with other work.
+func CPUShort() func() bool {
+	throttled, sched := throttledShort(), schedShort(schedSlow)
+	return func() bool {
+		t := throttled != nil && throttled() // both read: each keeps its own interval
+		return sched() || t
+	}
+}
+
+// schedSlow is the scheduling latency beyond which a goroutine's wait
+// counts as the CPU being short: well above a free CPU's (µs), well
+// below the tens of ms a hit waits behind an exhausted quota.
+const schedSlow = 5 * time.Millisecond
+
+// schedShort reads the Go scheduler's latencies (runtime/metrics
+// /sched/latencies: how long runnable goroutines waited for a CPU): short
+// when more than 1% of the waits since the previous call were longer
+// than slow.
+func schedShort(slow time.Duration) func() bool {
+	s := []rtmetrics.Sample{{Name: "/sched/latencies:seconds"}}
+	var prev []uint64
+	return func() bool {
+		rtmetrics.Read(s)
+		if s[0].Value.Kind() != rtmetrics.KindFloat64Histogram {
+			return false
+		}
+		h := s[0].Value.Float64Histogram()
+		var all, late uint64
+		for i, c := range h.Counts {
+			if i < len(prev) {
+				c -= prev[i]
+			}
+			all += c
+			if h.Buckets[i] >= slow.Seconds() {
+				late += c
+			}
+		}
+		prev = append(prev[:0], h.Counts...)
+		return late*100 > all
+	}
+}
+
+// throttledShort reads the host's CPU (its cgroup: the testbed's emulated
 // host, a container): short when its tasks were held back by the CPU
 // quota for more than 2% of the time since the previous call. nil when
-// the host has no quota: there is then no CPU signal to follow, and the
-// bound is --proxy-bypass-max alone.
-func hostCPUShort() func() bool {
+// the host has no quota.
+func throttledShort() func() bool {
 	r := hostload.Open()
 	s, err := r.Read()
 	if err != nil || s.CPUQuota == 0 {

@@ -153,3 +153,23 @@ func fetchNoRedirect(t *testing.T, url string) (*http.Response, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp, string(b)
 }
+
+// TestSchedShort: the scheduler's latencies since the previous reading
+// are what the signal judges: none beyond an hour, some beyond nothing.
+func TestSchedShort(t *testing.T) {
+	never, always := schedShort(time.Hour), schedShort(0)
+	never()
+	always()
+	var wg sync.WaitGroup
+	for range 1000 { // goroutines made runnable: the scheduler records their waits
+		wg.Add(1)
+		go func() { defer wg.Done(); time.Sleep(time.Microsecond) }()
+	}
+	wg.Wait()
+	if never() {
+		t.Error("short with no wait beyond an hour")
+	}
+	if !always() {
+		t.Error("not short though every wait is beyond 0")
+	}
+}
