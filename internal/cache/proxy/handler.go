@@ -194,6 +194,15 @@ func (h *Handler) serveCacheable(w http.ResponseWriter, r *http.Request, o *Orig
 	if any {
 		fwd = cache.FwdVaryMiss
 	}
+	if h.tiers.Busy() {
+		// Past the disk's capacity a miss is kept in memory only: to this
+		// node it is a relay like a disk-only request, under their bound.
+		if !h.relays.enter() {
+			h.shed(w, r, o)
+			return
+		}
+		defer h.relays.leave()
+	}
 	if r.Method == http.MethodHead {
 		h.metrics.result(resultMiss)
 		h.pass(w, r, o, cache.Status{Fwd: fwd})

@@ -52,7 +52,7 @@ type Config struct {
 	BypassMax      int
 	BypassRedirect bool
 	// CPUShort tells whether the CPU ran short since it was last asked;
-	// the bypass bound follows it. Start uses CPUShort() when it is nil;
+	// the bypass bound follows it. Start reads the host and the Go scheduler when it is nil;
 	// NewHandler keeps no CPU signal then (tests give their own).
 	// BypassTick is the bound's step (0: 100 ms).
 	CPUShort   func() bool
@@ -192,7 +192,7 @@ func (s *Service) Start(_ context.Context, env service.Env) error {
 		s.cfg.Purges = clusterPurges{env.Cluster}
 	}
 	if s.cfg.CPUShort == nil && !s.cfg.NoBypass {
-		s.cfg.CPUShort = CPUShort()
+		s.cfg.CPUShort = defaultCPUShort()
 	}
 	tiers, err := tier.Open(tier.Config{MemoryBytes: s.cfg.MemoryBytes, Dir: s.cfg.Dir, DiskBytes: s.cfg.DiskBytes, NoSync: s.cfg.NoSync, Logger: env.Logger,
 		DiskQueue: s.cfg.DiskQueue, DiskLatency: s.cfg.DiskLatency, NoBypass: s.cfg.NoBypass})

@@ -93,12 +93,12 @@ func (g *relays) run(ctx context.Context, tick time.Duration) {
 	}
 }
 
-// CPUShort is the signal the bypass bound follows by default: the CPU ran
+// defaultCPUShort is the signal the bypass bound follows by default: the CPU ran
 // short since the previous call when the host's CPU quota held its tasks
 // back (throttledShort), or when goroutines waited for a CPU
 // (schedShort) — the latter also when the machine, not a quota, is what
 // is short, as on a host shared with other work.
-func CPUShort() func() bool {
+func defaultCPUShort() func() bool {
 	throttled, sched := throttledShort(), schedShort(schedSlow)
 	return func() bool {
 		t := throttled != nil && throttled() // both read: each keeps its own interval

@@ -19,8 +19,8 @@ import (
 )
 
 // TestBypassBound: with the disk busy, requests for objects held only on
-// disk go to the origin up to --proxy-bypass-max at once; beyond, they are
-// shed at once (503 with Retry-After, or a 307 to the origin), without the
+// disk, and misses, go to the origin up to --proxy-bypass-max at once;
+// beyond, they are shed at once (503 with Retry-After, or a 307 to the origin), without the
 // origin, while hits from memory keep being served; the bound halves to
 // nothing while the host's CPU runs short and comes back when it does not.
 func TestBypassBound(t *testing.T) {
@@ -77,14 +77,22 @@ func TestBypassBound(t *testing.T) {
 			if n := o.hits.Load() - fetches; n != 0 {
 				t.Errorf("the origin saw %d fetches for a shed request, want none", n)
 			}
+			// A miss is kept in memory only while the disk is busy: a relay
+			// too, shed beyond the bound.
+			if resp, _ := fetchNoRedirect(t, p.URL+"/new"); !strings.Contains(resp.Header.Get("Cache-Status"), "detail=shed") {
+				t.Errorf("a miss beyond the bound: %d, Cache-Status %q; want it shed", resp.StatusCode, resp.Header.Get("Cache-Status"))
+			}
+			if n := o.hits.Load() - fetches; n != 0 {
+				t.Errorf("the origin saw %d fetches for shed requests, want none", n)
+			}
 			for range 5 {
 				resp, body := fetch(t, "GET", p.URL+"/hot")
 				if !strings.HasPrefix(resp.Header.Get("Cache-Status"), "mure; hit") || body != "origin /hot" {
 					t.Fatalf("a memory hit while relays are at their bound: %q, Cache-Status %q", body, resp.Header.Get("Cache-Status"))
 				}
 			}
-			if n := gathered(t, reg, "mure_cache_requests_total", "shed"); n != 1 {
-				t.Errorf("mure_cache_requests_total{result=shed} = %v, want 1", n)
+			if n := gathered(t, reg, "mure_cache_requests_total", "shed"); n != 2 {
+				t.Errorf("mure_cache_requests_total{result=shed} = %v, want 2", n)
 			}
 
 			// The bound frees: the relay ends, or the CPU is no longer short.
