@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mure-dev/mure/internal/node"
+	"github.com/mure-dev/mure/internal/store"
 	"github.com/mure-dev/mure/internal/testcluster"
 )
 
@@ -46,13 +47,19 @@ func expectServed(t *testing.T, c *testcluster.Cluster, i int, want uint64, what
 func TestFrontOnMainPort(t *testing.T) {
 	c := testcluster.Start(t, 2)
 	cl := c.Client(0)
-	// the cache holds up to 64 KiB: small is copied after the head, cached
-	// goes with it in one writev; mid and large are sent by sendfile
-	small, cached, mid, large := make([]byte, 4<<10), make([]byte, 40<<10), make([]byte, 200<<10), make([]byte, 3<<20)
-	for p, b := range map[string][]byte{"small": small, "cached": cached, "mid": mid, "large": large} {
+	// Files of at most 16 KiB (store.SectionMin) are served from memory,
+	// copied after the head; larger ones of at most 64 KiB (the store's
+	// SmallMax) by sendfile from their segment file at their offset
+	// (decision 0053); larger ones by sendfile from a file of their own.
+	bodies := map[string][]byte{}
+	for p, n := range map[string]int{"small": 4 << 10, "cached": store.SectionMin, "section": store.SectionMin + 1, "segment": 40 << 10,
+		"smallmax": 64 << 10, "own": 64<<10 + 1, "mid": 200 << 10, "large": 3 << 20} {
+		b := make([]byte, n)
 		rand.Read(b)
+		bodies[p] = b
 		put(t, cl, "front/"+p, string(b))
 	}
+	small, large := bodies["small"], bodies["large"]
 	addr := c.HTTPAddr(0)
 
 	for _, tc := range []struct {
@@ -62,8 +69,12 @@ func TestFrontOnMainPort(t *testing.T) {
 		front uint64 // 1: the front answers a plain read; 0: net/http does
 	}{
 		{"small from memory", "/files/front/small", small, 1},
-		{"cached by writev", "/files/front/cached", cached, 1},
-		{"mid by sendfile", "/files/front/mid", mid, 1},
+		{"16 KiB from memory", "/files/front/cached", bodies["cached"], 1},
+		{"16 KiB + 1 from its segment", "/files/front/section", bodies["section"], 1},
+		{"40 KiB from its segment", "/files/front/segment", bodies["segment"], 1},
+		{"64 KiB from its segment", "/files/front/smallmax", bodies["smallmax"], 1},
+		{"64 KiB + 1 from its file", "/files/front/own", bodies["own"], 1},
+		{"mid by sendfile", "/files/front/mid", bodies["mid"], 1},
 		{"large by sendfile", "/files/front/large", large, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,6 +140,18 @@ func TestFrontOnMainPort(t *testing.T) {
 		}
 		if resp, b := do("GET /files/front/large HTTP/1.1\r\nHost: x\r\nRange: bytes=1-2\r\n\r\n"); resp.StatusCode != 206 || b != string(large[1:3]) {
 			t.Fatalf("range: %d %q", resp.StatusCode, b)
+		}
+		seg := bodies["segment"]
+		if resp, b := do("GET /files/front/segment HTTP/1.1\r\nHost: x\r\nRange: bytes=100-20000\r\n\r\n"); resp.StatusCode != 206 || b != string(seg[100:20001]) {
+			t.Fatalf("range of a file in a segment: %d, %d bytes", resp.StatusCode, len(b))
+		}
+		for _, p := range []string{"section", "smallmax", "own", "segment", "section"} { // back to back on one connection
+			if resp, b := do("GET /files/front/" + p + " HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode != 200 || b != string(bodies[p]) {
+				t.Fatalf("read of %s after others on the connection: %d, %d bytes", p, resp.StatusCode, len(b))
+			}
+		}
+		if resp, _ := do("HEAD /files/front/section HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode != 200 || resp.ContentLength != int64(len(bodies["section"])) {
+			t.Fatalf("head of a file in a segment: %d, length %d", resp.StatusCode, resp.ContentLength)
 		}
 		if resp, _ := do("GET /files/front//small HTTP/1.1\r\nHost: x\r\n\r\n"); resp.StatusCode != 400 {
 			t.Fatalf("bad path: %d, want 400", resp.StatusCode)

@@ -15,7 +15,8 @@ import (
 // must not be used from several goroutines at once.
 //
 // A local whole-file read exposes its content for zero-copy serving:
-// Bytes (a small file cached in memory) or File (a verified file, for
+// Bytes (a small file cached in memory), Section (a small file in a
+// segment file, for sendfile at an offset) or File (a verified file, for
 // sendfile). A copy found corrupt while it is read fails the read with an
 // error wrapping store.ErrChecksum, never with wrong bytes, and the
 // replica is reported lost.
@@ -75,6 +76,17 @@ func (r *Reader) File() *os.File {
 		return nil
 	}
 	return r.b.File()
+}
+
+// Section returns the segment file holding a small file's verified
+// content and the content's offset in it, for sendfile at that offset
+// (the file is shared: its own offset must not be used), for a local
+// whole-file read; nil otherwise. The file is valid until Close.
+func (r *Reader) Section() (*os.File, int64) {
+	if r.b == nil || r.sect != nil {
+		return nil, 0
+	}
+	return r.b.Section()
 }
 
 func (r *Reader) setRange(off, n int64) {

@@ -2,13 +2,15 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 )
 
-// Blob is an open, committed blob. It is either backed by a file (so an
-// HTTP server can use sendfile via File or WriteTo) or, for small blobs,
-// by an in-memory slice. Like *os.File, a Blob's Read and Seek share one
+// Blob is an open, committed blob. It is backed by a file of its own (so
+// an HTTP server can use sendfile via File or WriteTo), by a section of a
+// segment file (a small blob served without being read: Section, for
+// sendfile at an offset) or, for small blobs, by an in-memory slice. Like *os.File, a Blob's Read and Seek share one
 // offset and must not be used from several goroutines at once; ReadAt may
 // be, except while a large blob is being checked (see below).
 //
@@ -27,6 +29,17 @@ type Blob struct {
 	size int64
 	chk  *streamCheck // non-nil while the content is being checked
 	bad  error        // the failed check
+
+	// A small blob read from its segment: seg (a reference held until
+	// Close) holds the content at off; pos is Read's offset in it.
+	seg      *segment
+	off, pos int64
+}
+
+// sectionBlob is a verified small blob's content in seg at off; the
+// caller holds a reference on seg, which the Blob's Close gives back.
+func sectionBlob(seg *segment, off, size int64) *Blob {
+	return &Blob{seg: seg, off: off, size: size}
 }
 
 func memBlob(data []byte) *Blob {
@@ -42,6 +55,11 @@ func (b *Blob) Read(p []byte) (int, error) {
 	if b.f != nil {
 		return b.f.Read(p)
 	}
+	if b.seg != nil {
+		n, err := b.ReadAt(p, b.pos)
+		b.pos += int64(n)
+		return n, err
+	}
 	return b.r.Read(p)
 }
 
@@ -53,6 +71,19 @@ func (b *Blob) Seek(off int64, whence int) (int64, error) {
 		}
 		return pos, err
 	}
+	if b.seg != nil {
+		switch whence {
+		case io.SeekCurrent:
+			off += b.pos
+		case io.SeekEnd:
+			off += b.size
+		}
+		if off < 0 {
+			return b.pos, errors.New("store: seek before the start of a blob")
+		}
+		b.pos = off
+		return off, nil
+	}
 	return b.r.Seek(off, whence)
 }
 
@@ -62,6 +93,20 @@ func (b *Blob) ReadAt(p []byte, off int64) (int, error) {
 	}
 	if b.f != nil {
 		return b.f.ReadAt(p, off)
+	}
+	if b.seg != nil {
+		if off >= b.size {
+			return 0, io.EOF
+		}
+		short := int64(len(p)) > b.size-off
+		if short {
+			p = p[:b.size-off]
+		}
+		n, err := b.seg.f.ReadAt(p, b.off+off)
+		if err == nil && short {
+			err = io.EOF
+		}
+		return n, err
 	}
 	return b.r.ReadAt(p, off)
 }
@@ -76,13 +121,21 @@ func (b *Blob) WriteTo(w io.Writer) (int64, error) {
 	if b.f != nil {
 		return io.Copy(w, b.f)
 	}
+	if b.seg != nil {
+		return io.Copy(w, struct{ io.Reader }{b})
+	}
 	return b.r.WriteTo(w)
 }
 
-// Close releases the file, if any. Closing a memory blob is a no-op.
+// Close releases the file, if any (a segment's: its reference). Closing
+// a memory blob is a no-op.
 func (b *Blob) Close() error {
 	if b.f != nil {
 		return b.f.Close()
+	}
+	if b.seg != nil {
+		b.seg.release()
+		b.seg = nil
 	}
 	return nil
 }
@@ -99,6 +152,19 @@ func (b *Blob) File() *os.File {
 	}
 	f, _ := b.f.(*os.File)
 	return f
+}
+
+// Section returns the segment file that holds a small blob's content and
+// the content's offset in it (for sendfile at an offset: the file is
+// shared, its own offset must not be used), or nil when the blob is not
+// served from a segment or the store's FS is not the operating system's.
+// The file is valid until Close.
+func (b *Blob) Section() (*os.File, int64) {
+	if b.seg == nil {
+		return nil, 0
+	}
+	f, _ := b.seg.f.(*os.File)
+	return f, b.off
 }
 
 // Bytes returns the whole content when served from memory, nil otherwise.

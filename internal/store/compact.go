@@ -147,7 +147,7 @@ func (s *Store) compact(seg *segment) error {
 		if err != nil && !errors.Is(err, errBadData) { // bad content moves as it is
 			return fmt.Errorf("compact %s at %d: %w", seg.name, off, err)
 		}
-		if err := s.moveRecord(seg, off, &rec, buf, oldest); err != nil {
+		if err := s.moveRecord(seg, off, &rec, buf, oldest, err != nil); err != nil {
 			return err
 		}
 		off += int64(len(buf))
@@ -167,8 +167,9 @@ func (s *Store) compact(seg *segment) error {
 }
 
 // moveRecord appends rec (raw: buf), found at off in seg, to the current
-// segment if it must outlive seg.
-func (s *Store) moveRecord(seg *segment, off int64, rec *record, buf []byte, oldest bool) error {
+// segment if it must outlive seg. bad: its content did not check (it
+// moves as it is, marked suspect, and its next read finds it corrupt).
+func (s *Store) moveRecord(seg *segment, off int64, rec *record, buf []byte, oldest, bad bool) error {
 	l := s.locate(rec.path)
 	mu := &s.stripes[l.stripe]
 	mu.Lock()
@@ -183,7 +184,11 @@ func (s *Store) moveRecord(seg *segment, off int64, rec *record, buf []byte, old
 		if err != nil {
 			return err
 		}
-		s.indexSet(l, rec.path, newEntry(rec.id, to, toOff, rec.size))
+		moved := newEntry(rec.id, to, toOff, rec.size)
+		if bad {
+			moved = suspectEntry(rec.id, to, toOff, rec.size)
+		}
+		s.indexSet(l, rec.path, moved)
 	case rec.kind == recRemoval && !oldest:
 		if _, live := s.indexGet(l, rec.path, rec.id); live {
 			return nil // committed again since: copied, it would remove that

@@ -13,9 +13,11 @@ import (
 // unverified; larger ones are checked as they are read (see Blob).
 const syncCheckMax = 1 << 20
 
-// Open returns the committed blob (path, id) for reading. Small blobs (at
-// most CacheMaxBlob, when the cache is enabled) are served from memory and
-// filled into the cache on a miss; others are backed by the file. The
+// Open returns the committed blob (path, id) for reading. A small blob of
+// more than SectionMin bytes is backed by its segment file, unread (see
+// openSection); other small blobs (at most CacheMaxBlob, when the cache is
+// enabled) are served from memory and filled into the cache on a miss;
+// others are backed by the file. The
 // caller must Close the Blob. Open takes no lock for a blob verified since
 // the store opened: a concurrent Remove or replacing Commit is ordered
 // either before or after it.
@@ -35,6 +37,9 @@ func (s *Store) Open(path, id string) (*Blob, error) {
 		return memBlob(data), nil
 	}
 	l := s.locate(path)
+	if b := s.openSection(l, path, id); b != nil {
+		return b, nil
+	}
 	gen := s.cache.gen(l.stripe) // must be sampled before the file is opened
 	if _, _, data, ok, err := s.readLocked(l, path, id); ok {
 		if err != nil {
@@ -72,6 +77,31 @@ func (s *Store) Open(path, id string) (*Blob, error) {
 	}
 	s.cache.add(k, l.stripe, gen, data)
 	return memBlob(data), nil
+}
+
+// SectionMin: a small blob larger than this is served from its segment
+// file, not read into memory, so that it can be sent with sendfile at its
+// offset (Blob.Section; decision 0053). Smaller ones are cheaper to copy
+// from the memory cache with their response head.
+const SectionMin = 16 << 10
+
+// openSection returns (path, id) backed by its segment file, holding a
+// reference on it, if it is a small blob of more than SectionMin bytes
+// whose record checked when it was last read whole; nil otherwise. It
+// reads nothing: the record was checked when it entered the index
+// (written by this Store, or read whole by Open's scan, or by compaction,
+// which mark it suspect if it did not check), and, as for a blob in a
+// file of its own, nothing is checked again per read until Verify or a
+// scrub pass (decision 0053).
+func (s *Store) openSection(l loc, path, id string) *Blob {
+	mu := &s.stripes[l.stripe]
+	mu.RLock()
+	defer mu.RUnlock()
+	e, ok := s.indexGet(l, path, id)
+	if !ok || e.suspect() || e.bytes() <= SectionMin || !e.seg.acquire() {
+		return nil
+	}
+	return sectionBlob(e.seg, e.offset()+recHeader+int64(len(path)+len(id)), e.bytes())
 }
 
 // openDescribed opens blob id of l and reads its sidecar, as one under the

@@ -26,6 +26,38 @@ type segment struct {
 	// sealed: no more appends, size is final. queued: compaction asked
 	// for.
 	sealed, queued atomic.Bool
+	// refs counts the holders of f: the log (until drop or close) and
+	// each Blob served from the segment (until its Close). The last one
+	// closes f, so a blob sent from a segment that compaction deletes
+	// meanwhile keeps its file open (unlinked) until it is sent.
+	refs atomic.Int64
+}
+
+func newSegment(seq uint64, name string, f File) *segment {
+	seg := &segment{seq: seq, name: name, f: f}
+	seg.refs.Store(1) // the log's
+	return seg
+}
+
+// acquire takes a reference on seg's file; false once the last one is
+// gone (the file is closed or being closed).
+func (seg *segment) acquire() bool {
+	for {
+		n := seg.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if seg.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release gives back a reference; the last one closes the file.
+func (seg *segment) release() {
+	if seg.refs.Add(-1) == 0 {
+		seg.f.Close()
+	}
 }
 
 func segName(dir string, seq uint64) string {
@@ -126,7 +158,7 @@ func (l *segLog) start() error {
 		l.fs.Remove(name)
 		return err
 	}
-	seg := &segment{seq: seq, name: name, f: f}
+	seg := newSegment(seq, name, f)
 	l.segsMu.Lock()
 	l.segs[seq] = seg
 	l.segsMu.Unlock()
@@ -209,14 +241,15 @@ func (l *segLog) get(seq uint64) *segment {
 	return l.segs[seq]
 }
 
-// drop forgets seg and deletes its file (directory fsynced). Nothing may
-// point into it any more.
+// drop forgets seg and deletes its file (directory fsynced). Nothing in
+// the index may point into it any more; a Blob still being read from it
+// holds the file open until its Close (segment.refs).
 func (l *segLog) drop(seg *segment) error {
 	l.segsMu.Lock()
 	delete(l.segs, seg.seq)
 	l.segsMu.Unlock()
 	l.syncMu.Lock() // no fsync of it is in flight
-	seg.f.Close()
+	seg.release()
 	l.syncMu.Unlock()
 	if err := l.fs.Remove(seg.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -227,7 +260,8 @@ func (l *segLog) drop(seg *segment) error {
 	return nil
 }
 
-// close closes every segment file.
+// close gives back the log's reference on every segment file (closed
+// now, or by the last Blob read from it).
 func (l *segLog) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -236,7 +270,7 @@ func (l *segLog) close() {
 	l.segsMu.Lock()
 	defer l.segsMu.Unlock()
 	for _, s := range l.segs {
-		s.f.Close()
+		s.release()
 	}
 	l.cur = nil
 	l.err = ErrClosed

@@ -46,10 +46,11 @@ func (s *Store) openSegments() error {
 	}
 	slices.Sort(seqs)
 	for _, seq := range seqs {
-		seg := &segment{seq: seq, name: segName(dir, seq)}
-		if seg.f, err = s.fs.Open(seg.name); err != nil {
+		f, err := s.fs.Open(segName(dir, seq))
+		if err != nil {
 			return err
 		}
+		seg := newSegment(seq, segName(dir, seq), f)
 		s.log.segs[seq] = seg
 		s.log.next = seq + 1
 		if err := s.scanSegment(seg); err != nil {
@@ -113,12 +114,12 @@ func (s *Store) scanSegment(seg *segment) error {
 				// blob: it is most likely a commit of the same content
 				// again (ids name one content) torn by a power loss,
 				// its header on disk and part of its content not.
-				s.applyRecord(&b.rec, seg, seg.size)
+				s.applyRecord(&b.rec, seg, seg.size, true)
 			}
 			seg.size += b.n
 		}
 		bad = bad[:0]
-		s.applyRecord(&rec, seg, seg.size)
+		s.applyRecord(&rec, seg, seg.size, false)
 		seg.size += int64(len(buf))
 	}
 }
@@ -152,13 +153,16 @@ func (s *Store) indexed(rec *record) bool {
 	return ok
 }
 
-// applyRecord applies one record found by a scan at off in seg.
-func (s *Store) applyRecord(rec *record, seg *segment, off int64) {
+// applyRecord applies one record found by a scan at off in seg; bad: its
+// content did not check.
+func (s *Store) applyRecord(rec *record, seg *segment, off int64, bad bool) {
 	l := s.locate(rec.path)
-	switch rec.kind {
-	case recBlob:
+	switch {
+	case rec.kind == recBlob && bad:
+		s.indexSet(l, rec.path, suspectEntry(rec.id, seg, off, rec.size))
+	case rec.kind == recBlob:
 		s.indexSet(l, rec.path, newEntry(rec.id, seg, off, rec.size))
-	case recRemoval:
+	case rec.kind == recRemoval:
 		s.indexDel(l, rec.path, rec.id)
 	}
 }

@@ -20,15 +20,29 @@ type smallEntry struct {
 	id   string
 	seg  *segment
 	off  uint32 // of the record in seg (segments are at most segmentMax)
-	size uint32 // of the content
+	size uint32 // of the content; the top bit is entrySuspect
 }
+
+// entrySuspect marks a record whose content did not check when it was
+// last read whole (by Open's scan or by compaction): every read of it
+// reads and checks it again (finding it corrupt), none is served from the
+// segment file unread (openSection).
+const entrySuspect = 1 << 31
 
 func newEntry(id string, seg *segment, off, size int64) smallEntry {
 	return smallEntry{id: id, seg: seg, off: uint32(off), size: uint32(size)}
 }
 
+// suspectEntry is newEntry of a record whose content did not check.
+func suspectEntry(id string, seg *segment, off, size int64) smallEntry {
+	e := newEntry(id, seg, off, size)
+	e.size |= entrySuspect
+	return e
+}
+
 func (e smallEntry) offset() int64 { return int64(e.off) }
-func (e smallEntry) bytes() int64  { return int64(e.size) }
+func (e smallEntry) bytes() int64  { return int64(e.size &^ entrySuspect) }
+func (e smallEntry) suspect() bool { return e.size&entrySuspect != 0 }
 
 func recLen(path string, e smallEntry) int64 {
 	return recHeader + int64(len(path)+len(e.id)) + e.bytes()

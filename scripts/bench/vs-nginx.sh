@@ -13,7 +13,8 @@
 #   scripts/bench/vs-nginx.sh [DURATION] [ROUNDS]   (default 5s, 3 rounds)
 # Ports: nginx on BASE, mure on BASE+10 (client), +11 (peer), +12 (fast
 # lane); BASE is $VS_NGINX_PORT, 7980 by default (set another when a
-# neighbour's benchmark holds these).
+# neighbour's benchmark holds these). VS_NGINX_BIN runs a mure binary
+# built before (an A/B of two commits) instead of building this tree.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/bench/admin.sh
@@ -23,8 +24,8 @@ base=${VS_NGINX_PORT:-7980}
 ng=127.0.0.1:$base main=127.0.0.1:$((base + 10)) peer=127.0.0.1:$((base + 11)) fast=127.0.0.1:$((base + 12))
 work=$(mktemp -d)
 chmod 755 "$work" # nginx workers run as nobody
-bin=$work/mure
-go build -o "$bin" ./cmd/mure
+bin=${VS_NGINX_BIN:-$work/mure}
+[ -n "${VS_NGINX_BIN:-}" ] || go build -o "$bin" ./cmd/mure
 mkdir -p "$work/www/files/bench" "$work/nginx"
 sed -e "s#NGINX_ROOT#$work/www#; s#NGINX_PORT#$base#; s#NGINX_DIR#$work/nginx#g" scripts/bench/nginx.conf >"$work/nginx.conf"
 env -u MURE_TOKEN "$bin" serve --data "$work/data" --http $main --http-fast $fast --peer $peer --log-level error >"$work/mure.log" 2>&1 &

@@ -22,8 +22,9 @@ import (
 // face uses: fences, read lease, pending, validity; and the caller's
 // grant) with one write (a small cached file, with its headers), one
 // writev (a larger cached one) or headers and sendfile (the head sent with
-// MSG_MORE, so that it leaves with the file's first bytes; decision 0048),
-// keeping the connection. Any other request, and every request
+// MSG_MORE, so that it leaves with the file's first bytes; decision 0048)
+// of a file of its own or of a small file's bytes inside its segment file
+// (decision 0053), keeping the connection. Any other request, and every request
 // after it on that connection, goes to net/http with the bytes already
 // read: writes keep redirect-before-body and 100-continue, and ranges,
 // conditions, errors and redirects are answered by the complete protocol.
@@ -350,6 +351,7 @@ func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader) error {
 	b := f.appendHead((*buf)[:0], info, size, h.close)
 	body := h.get
 	tc := tcpOf(c)
+	sf, off := rd.Section()
 	if body && data != nil && len(data) <= frontCopyMax && (tc == nil || len(data) <= frontWritevMin) {
 		b = append(b, data...) // one write: head and body
 		body = false
@@ -369,6 +371,10 @@ func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader) error {
 	case rd.File() != nil:
 		if err = writeHeadMore(c, b); err == nil {
 			_, err = sendFile(c, rd.File())
+		}
+	case sf != nil && tc != nil:
+		if err = writeHeadMore(c, b); err == nil {
+			err = sendFileAt(tc, sf, off, size)
 		}
 	default:
 		if _, err = c.Write(b); err == nil {

@@ -1,7 +1,10 @@
 package filehttp
 
 import (
+	"errors"
+	"io"
 	"net"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,4 +45,40 @@ func writeHeadMore(c net.Conn, b []byte) error {
 		return err
 	}
 	return werr
+}
+
+// sendFileAt sends n bytes of f from off to c with sendfile, leaving f's
+// own offset alone (f is a segment file that other reads share).
+func sendFileAt(c *net.TCPConn, f *os.File, off, n int64) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	src, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	cerr := src.Control(func(in uintptr) {
+		err = rc.Write(func(out uintptr) bool {
+			for n > 0 {
+				k, err := unix.Sendfile(int(out), int(in), &off, int(min(n, 1<<30)))
+				switch {
+				case err == unix.EAGAIN:
+					return false // wait until writable
+				case err == unix.EINTR:
+					continue
+				case err != nil:
+					serr = err
+					return true
+				case k == 0:
+					serr = io.ErrUnexpectedEOF // the file is shorter than its record said
+					return true
+				}
+				n -= int64(k)
+			}
+			return true
+		})
+	})
+	return errors.Join(cerr, err, serr)
 }

@@ -2,10 +2,24 @@
 
 package filehttp
 
-import "net"
+import (
+	"io"
+	"net"
+	"os"
+)
 
 // writeHeadMore writes a response head; MSG_MORE is Linux's.
 func writeHeadMore(c net.Conn, b []byte) error {
 	_, err := c.Write(b)
+	return err
+}
+
+// sendFileAt copies n bytes of f from off to c (sendfile at an offset is
+// Linux's here).
+func sendFileAt(c *net.TCPConn, f *os.File, off, n int64) error {
+	k, err := io.Copy(c, io.NewSectionReader(f, off, n))
+	if err == nil && k < n {
+		err = io.ErrUnexpectedEOF
+	}
 	return err
 }

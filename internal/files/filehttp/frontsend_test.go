@@ -1,0 +1,96 @@
+package filehttp
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// sendFileAt sends exactly the bytes [off, off+n) of a shared file (as a
+// small file's content inside its segment), whatever the file's own
+// offset, and waits for a client slower than the socket's buffers.
+func TestSendFileAt(t *testing.T) {
+	data := make([]byte, 4<<20)
+	rand.Read(data)
+	name := filepath.Join(t.TempDir(), "seg")
+	if err := os.WriteFile(name, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(12345, io.SeekStart); err != nil { // must not matter
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, tc := range []struct {
+		off, n int64
+		slow   bool
+	}{
+		{0, 1, false},
+		{68, 16<<10 + 1, false},
+		{4097, 64 << 10, false},
+		{1 << 20, 64<<10 - 1, false},
+		{123, 3 << 20, true}, // more than the socket buffers hold: sendfile waits
+	} {
+		t.Run(fmt.Sprintf("%d+%d", tc.off, tc.n), func(t *testing.T) {
+			client, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			server, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer server.Close()
+			sent := make(chan error, 1)
+			go func() { sent <- sendFileAt(server.(*net.TCPConn), f, tc.off, tc.n) }()
+			client.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if tc.slow {
+				time.Sleep(50 * time.Millisecond) // the sender fills the buffers and waits
+			}
+			got := make([]byte, tc.n)
+			if _, err := io.ReadFull(client, got); err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			if err := <-sent; err != nil {
+				t.Fatalf("sendFileAt: %v", err)
+			}
+			if !bytes.Equal(got, data[tc.off:tc.off+tc.n]) {
+				t.Fatal("the bytes sent differ from the file's")
+			}
+			if pos, _ := f.Seek(0, io.SeekCurrent); pos != 12345 {
+				t.Errorf("the file's offset moved to %d", pos)
+			}
+		})
+	}
+	t.Run("past the end", func(t *testing.T) {
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close()
+		server, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer server.Close()
+		go io.Copy(io.Discard, client)
+		if err := sendFileAt(server.(*net.TCPConn), f, int64(len(data))-10, 20); err == nil {
+			t.Fatal("sending past the file's end reported no error")
+		}
+	})
+}
