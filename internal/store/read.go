@@ -13,11 +13,12 @@ import (
 // unverified; larger ones are checked as they are read (see Blob).
 const syncCheckMax = 1 << 20
 
-// Open returns the committed blob (path, id) for reading. A small blob of
-// more than SectionMin bytes is backed by its segment file, unread (see
-// openSection); other small blobs (at most CacheMaxBlob, when the cache is
-// enabled) are served from memory and filled into the cache on a miss;
-// others are backed by the file. The
+// Open returns the committed blob (path, id) for reading. Small blobs (at
+// most CacheMaxBlob, when the cache is enabled) are served from memory
+// when cached; on a miss, one of more than SectionMin bytes is backed by
+// its segment file, unread (see openSection), unless it missed before
+// (doorkeeper): then it is read and filled into the cache, as smaller
+// ones are at every miss. Others are backed by their file. The
 // caller must Close the Blob. Open takes no lock for a blob verified since
 // the store opened: a concurrent Remove or replacing Commit is ordered
 // either before or after it.
@@ -38,7 +39,10 @@ func (s *Store) Open(path, id string) (*Blob, error) {
 	}
 	l := s.locate(path)
 	if b := s.openSection(l, path, id); b != nil {
-		return b, nil
+		if !s.cache.fits(b.size) || !s.door.again(l, id) {
+			return b, nil
+		}
+		b.Close() // its second miss: read into the cache below
 	}
 	gen := s.cache.gen(l.stripe) // must be sampled before the file is opened
 	if _, _, data, ok, err := s.readLocked(l, path, id); ok {
@@ -79,10 +83,11 @@ func (s *Store) Open(path, id string) (*Blob, error) {
 	return memBlob(data), nil
 }
 
-// SectionMin: a small blob larger than this is served from its segment
-// file, not read into memory, so that it can be sent with sendfile at its
-// offset (Blob.Section; decision 0053). Smaller ones are cheaper to copy
-// from the memory cache with their response head.
+// SectionMin: a small blob larger than this that misses the memory cache
+// is served from its segment file, not read into memory, so that it can
+// be sent with sendfile at its offset (Blob.Section; decision 0053).
+// Smaller ones are cheaper to read into the cache, and to copy from it
+// with their response head.
 const SectionMin = 16 << 10
 
 // openSection returns (path, id) backed by its segment file, holding a

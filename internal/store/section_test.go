@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -23,43 +24,54 @@ func sectionBytes(t *testing.T, b *Blob) []byte {
 	return got
 }
 
-// A small blob of more than SectionMin bytes is served from its segment
-// file at its offset, unread (decision 0053); smaller ones from memory,
-// larger ones from a file of their own. Every way of reading gives the
-// same bytes, across a restart too.
+// A small blob of more than SectionMin bytes that misses the memory cache
+// is served from its segment file at its offset, unread (decision 0053);
+// at its second miss it is read into the cache (the doorkeeper), and
+// served from memory afterwards. Without a cache it is always served from
+// its segment. Smaller blobs are served from memory, larger ones from a
+// file of their own. Every way of reading gives the same bytes, across a
+// restart too.
 func TestSectionBlobs(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir, Options{NoSync: true, CacheBytes: 8 << 20})
 	sizes := []int{1, SectionMin - 1, SectionMin, SectionMin + 1, 32 << 10, defaultSmallMax - 1, defaultSmallMax, defaultSmallMax + 1}
-	for i, n := range sizes {
-		put(t, s, fmt.Sprintf("p%d", n), "v", content(n, uint64(i)))
-	}
-	for round := range 2 {
+	for _, cache := range []int64{0, 8 << 20} {
+		dir := t.TempDir()
+		opts := Options{NoSync: true, CacheBytes: cache}
+		s := openStore(t, dir, opts)
 		for i, n := range sizes {
-			t.Run(fmt.Sprintf("round%d/%d", round, n), func(t *testing.T) {
-				p, data := fmt.Sprintf("p%d", n), content(n, uint64(i))
-				b, err := s.Open(p, "v")
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer b.Close()
-				wantSection := n > SectionMin && n <= defaultSmallMax
-				got := sectionBytes(t, b)
-				switch {
-				case wantSection && !bytes.Equal(got, data):
-					t.Errorf("section: %d bytes, want the %d committed", len(got), n)
-				case !wantSection && got != nil:
-					t.Errorf("a blob of %d bytes has a section", n)
-				case wantSection && (b.Bytes() != nil || b.File() != nil):
-					t.Errorf("a sectioned blob also has Bytes or File")
-				}
-				if got := readAll(t, s, p, "v"); !bytes.Equal(got, data) {
-					t.Errorf("Read: %d bytes differ from the committed %d", len(got), n)
-				}
-				checkSeekReadAt(t, s, p, "v", data)
-			})
+			put(t, s, fmt.Sprintf("p%d", n), "v", content(n, uint64(i)))
 		}
-		s = reopen(t, s, dir, Options{NoSync: true, CacheBytes: 8 << 20})
+		for round := range 2 {
+			for i, n := range sizes {
+				t.Run(fmt.Sprintf("cache%d/round%d/%d", cache, round, n), func(t *testing.T) {
+					p, data := fmt.Sprintf("p%d", n), content(n, uint64(i))
+					sectioned := n > SectionMin && n <= defaultSmallMax
+					for open := range 3 {
+						b, err := s.Open(p, "v")
+						if err != nil {
+							t.Fatal(err)
+						}
+						got := sectionBytes(t, b)
+						wantSection := sectioned && (cache == 0 || open == 0)
+						switch {
+						case wantSection && !bytes.Equal(got, data):
+							t.Errorf("open %d: section: %d bytes, want the %d committed", open, len(got), n)
+						case !wantSection && got != nil:
+							t.Errorf("open %d: a blob of %d bytes has a section", open, n)
+						case wantSection && (b.Bytes() != nil || b.File() != nil):
+							t.Errorf("open %d: a sectioned blob also has Bytes or File", open)
+						case cache > 0 && n <= defaultSmallMax && !wantSection && !bytes.Equal(b.Bytes(), data):
+							t.Errorf("open %d: a cached blob's Bytes: %d bytes, want the %d committed", open, len(b.Bytes()), n)
+						}
+						b.Close()
+					}
+					if got := readAll(t, s, p, "v"); !bytes.Equal(got, data) {
+						t.Errorf("Read: %d bytes differ from the committed %d", len(got), n)
+					}
+					checkSeekReadAt(t, s, p, "v", data)
+				})
+			}
+			s = reopen(t, s, dir, opts)
+		}
 	}
 }
 
@@ -164,4 +176,36 @@ func TestSectionSuspect(t *testing.T) {
 			t.Errorf("Open of a blob compaction found corrupt: %v, want ErrChecksum", err)
 		}
 	})
+}
+
+// The doorkeeper admits a blob at its second miss, tells versions (ids)
+// apart, and forgets what it saw once it has marked doorResetAfter blobs.
+func TestDoorkeeper(t *testing.T) {
+	s := openStore(t, t.TempDir(), Options{NoSync: true})
+	d := newDoorkeeper()
+	l := s.locate("a")
+	if d.again(l, "v1") {
+		t.Fatal("a first miss was admitted")
+	}
+	if !d.again(l, "v1") {
+		t.Fatal("a second miss was not admitted")
+	}
+	if d.again(l, "v2") {
+		t.Fatal("another version of the path was admitted at its first miss")
+	}
+	for i := 0; ; i++ { // until the marks clear
+		if i == 2*doorResetAfter {
+			t.Fatal("the doorkeeper never cleared its marks")
+		}
+		n := d.n.Load()
+		var other loc
+		binary.LittleEndian.PutUint64(other.key[:], uint64(i+1)*0x9e3779b97f4a7c15)
+		d.again(other, "v")
+		if d.n.Load() < n {
+			break
+		}
+	}
+	if d.again(l, "v1") {
+		t.Fatal("a blob seen before the reset was still remembered")
+	}
 }

@@ -43,7 +43,8 @@ type Store struct {
 	sync       bool
 	fs         FS
 	cache      *cache
-	lock       io.Closer // <dir>/LOCK, flock(2)ed
+	door       *doorkeeper // which blobs sent from a segment to cache (door.go)
+	lock       io.Closer   // <dir>/LOCK, flock(2)ed
 
 	// unverified holds the blobs to check before they are served (see
 	// verify.go); stats counts the checks.
@@ -108,6 +109,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		maxBlob = defaultCacheMaxBlob
 	}
 	s.cache = newCache(opts.CacheBytes, maxBlob)
+	s.door = newDoorkeeper()
 
 	if err := mkdirAll(s.fs, dir); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
