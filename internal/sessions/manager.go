@@ -131,6 +131,9 @@ func NewManager(cfg Config, cl Cluster) (*Manager, error) {
 	if _, ok := m.kinds[DefaultKind.Name]; !ok {
 		m.kinds[DefaultKind.Name] = DefaultKind
 	}
+	if cg := cfg.Cgroups; cg != nil && cg.Escaped != "" {
+		m.log.Warn("sessions' limits are set, but not all under this node's own cgroup", "why", cg.Escaped)
+	}
 	return m, nil
 }
 

@@ -147,6 +147,16 @@ func (cg *Cgroup) remove(ctx context.Context) error {
 }
 
 func removeCgroupDir(ctx context.Context, dir string) error {
+	// Groups made inside a host's go first (a node's sessions' groups,
+	// mure-sessions/ID): a cgroup with children cannot be removed.
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := removeCgroupDir(ctx, filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for {

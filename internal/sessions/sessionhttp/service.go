@@ -76,8 +76,11 @@ type Status struct {
 	Running int `json:"running"`
 	// CannotSwitch says why this node cannot start sessions ("" if it can).
 	CannotSwitch string `json:"cannot_switch,omitempty"`
-	// Limits says whether per-session limits are enforced (cgroups).
-	Limits bool `json:"limits"`
+	// Limits says whether per-session limits are enforced (cgroups);
+	// LimitsEscape why some sessions' groups are outside the node's own
+	// group ("" when none are: they are bounded by its limits too).
+	Limits       bool   `json:"limits"`
+	LimitsEscape string `json:"limits_escape,omitempty"`
 	// Placement is how new sessions are placed (docs/decisions/0033).
 	Placement PlacementStatus `json:"placement"`
 }
@@ -106,6 +109,9 @@ func (s *Service) Status() any {
 		return Status{}
 	}
 	st := Status{Running: len(s.m.Stats()), Limits: s.cfg.Cgroups != nil}
+	if st.Limits {
+		st.LimitsEscape = s.cfg.Cgroups.Escaped
+	}
 	for _, k := range s.m.Kinds() {
 		st.Kinds = append(st.Kinds, k.Name)
 	}
