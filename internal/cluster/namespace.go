@@ -22,6 +22,9 @@ func (p proposal) String() string {
 	if p.cmd.Path != "" {
 		return string(p.cmd.Kind) + " " + p.cmd.Path
 	}
+	if n := len(p.cmd.Items); n > 0 {
+		return fmt.Sprintf("%s of %d files", p.cmd.Kind, n)
+	}
 	return string(p.cmd.Kind)
 }
 
@@ -54,6 +57,8 @@ func (p proposal) namespace() (string, int) {
 	switch {
 	case p.op != nil:
 		return p.op.NS, p.op.V
+	case p.cmd.Kind == meta.KindReplicas || p.cmd.Kind == meta.KindReleases:
+		return meta.NSCore, 5 // one entry for many files' replicas or releases
 	case p.cmd.Kind == meta.KindDrop && p.cmd.Keep > 0:
 		return meta.NSCore, 4 // a conditional drop (a hot file's extra copy)
 	case p.cmd.Kind == meta.KindCommit && (p.cmd.MD5 != "" || p.cmd.Attrs != nil):

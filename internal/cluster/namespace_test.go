@@ -19,6 +19,9 @@ func TestProposalNamespace(t *testing.T) {
 		{"a commit with an MD5", meta.Command{Kind: meta.KindCommit, MD5: "00"}, 3},
 		{"a taking commit with attributes", meta.Command{Kind: meta.KindCommit, Take: true, Attrs: &meta.Attrs{ContentType: "a/b"}}, 3},
 		{"a delete", meta.Command{Kind: meta.KindDelete}, 1},
+		{"a replica report", meta.Command{Kind: meta.KindReplica, Path: "p"}, 1},
+		{"replica reports of many files", meta.Command{Kind: meta.KindReplicas, Items: []meta.Item{{Path: "p"}}}, 5},
+		{"releases of many files", meta.Command{Kind: meta.KindReleases, Items: []meta.Item{{Path: "p"}}}, 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -123,7 +123,7 @@ func TestHotRoundCools(t *testing.T) {
 			ctx := context.Background()
 			b.hotRound(ctx, hotCfg(4), map[string]int{"x": 10}, time.Second)
 			f := c.fsms["b"].File("x")
-			if err := b.resumeReplica(ctx, f, "a"); err != nil {
+			if err := b.resumeReplica(ctx, f, "a", nil); err != nil {
 				t.Fatal(err)
 			}
 			if b.hot.added.Load() != 1 {
@@ -163,7 +163,7 @@ func TestHotRoundReplicationAll(t *testing.T) {
 	b := c.svcs["b"]
 	ctx := context.Background()
 	b.hotRound(ctx, hotCfg(4), map[string]int{"x": 10}, time.Second)
-	if err := b.resumeReplica(ctx, c.fsms["b"].File("x"), "a"); err != nil {
+	if err := b.resumeReplica(ctx, c.fsms["b"].File("x"), "a", nil); err != nil {
 		t.Fatal(err)
 	}
 	all := hotCfg(4)

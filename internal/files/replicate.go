@@ -133,11 +133,10 @@ func (s *Service) replicateLoop(ctx context.Context) {
 			wg.Add(1)
 			go func(f *meta.File) {
 				defer wg.Done()
-				err := s.resumeReplica(ctx, f, source)
+				err := s.resumeReplica(ctx, f, source, func() { <-sem })
 				mu.Lock()
 				delete(inflight, f.Path)
 				mu.Unlock()
-				<-sem
 				if err != nil && ctx.Err() == nil {
 					s.log.Warn("resume replica", "path", f.Path, "from", source, "err", err)
 				}
@@ -172,21 +171,23 @@ func (s *Service) plan(f *meta.File, cfg meta.Config) (source string, fetch bool
 
 // resumeReplica makes this node's copy of f valid: fetch (unless the blob
 // is already here, e.g. as a standby copy) and report it to the catalogue.
-func (s *Service) resumeReplica(ctx context.Context, f *meta.File, source string) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	if info, err := s.st.Stat(f.Path, f.BlobID); err != nil || info.Sum != f.Sum.String() {
-		s.protect.add(f.Path, f.BlobID, 10*time.Minute)
-		defer s.protect.done(f.Path, f.BlobID)
-		if err := s.fetchBlob(ctx, source, f); err != nil {
-			return err
-		}
+// fetched, if not nil, is called once the blob is here (or the fetch
+// failed), before the report: the worker's fetch slot is free while the
+// report waits for its batch. ctx is the replication worker's.
+func (s *Service) resumeReplica(ctx context.Context, f *meta.File, source string, fetched func()) error {
+	s.protect.add(f.Path, f.BlobID, 10*time.Minute)
+	defer s.protect.done(f.Path, f.BlobID)
+	err := s.fetchReplica(ctx, f, source)
+	if fetched != nil {
+		fetched()
 	}
-	res, err := s.cl.Apply(ctx, meta.Command{Kind: meta.KindReplica, Path: f.Path, Version: f.Version, Node: s.self})
 	if err != nil {
 		return err
 	}
-	if res.Err == nil {
+	if err := s.reports.report(ctx, f); err != nil {
+		return err
+	}
+	if now := s.fsm.File(f.Path); now != nil && now.Version == f.Version && now.IsValidOn(s.self) {
 		s.metrics.resumed.Inc()
 		if s.hot.wants(f.Path) && !f.IsValidOn(s.self) {
 			s.hot.added.Add(1)
@@ -194,6 +195,16 @@ func (s *Service) resumeReplica(ctx context.Context, f *meta.File, source string
 		}
 	}
 	return nil // a stale version is not an error: the next round sees the new one
+}
+
+// fetchReplica brings f's blob here unless it is here already.
+func (s *Service) fetchReplica(ctx context.Context, f *meta.File, source string) error {
+	if info, err := s.st.Stat(f.Path, f.BlobID); err == nil && info.Sum == f.Sum.String() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	return s.fetchBlob(ctx, source, f)
 }
 
 // collect removes local blobs of f's path that no current version needs.

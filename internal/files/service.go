@@ -103,6 +103,7 @@ type Service struct {
 	protect protected
 	drops   drops
 	resumer *resumer
+	reports *replicaReports // this node's replica reports, batched
 	// throttle caps the replication worker's fetches (replication.rate).
 	throttle *throttle
 	backlog  atomic.Int64
@@ -151,6 +152,7 @@ func New(cfg Config, cl Cluster, st *store.Store, peers Peers) *Service {
 	s.drops.kick = make(chan struct{}, 1)
 	s.resumer = newResumer(s)
 	s.invs = newInvBatcher(peers)
+	s.reports = &replicaReports{s: s}
 	s.throttle = newThrottle()
 	s.hot = newHot()
 	return s

@@ -19,6 +19,8 @@ func (s *State) Apply(idx uint64, c Command) *Result {
 		r.File, r.Err = s.release(c)
 	case KindReplica:
 		r.File, r.Err = s.replica(c)
+	case KindReplicas, KindReleases:
+		r.Err = s.batch(c)
 	case KindDrop:
 		r.File, r.Err = s.drop(c)
 	case KindDelete:
@@ -216,6 +218,27 @@ func (s *State) replica(c Command) (*File, error) {
 	slices.Sort(f.Valid)
 	s.put(f)
 	return f, nil
+}
+
+// batch applies a Replicas or Releases command: each item as the single
+// command would be; items refused are left as they are.
+func (s *State) batch(c Command) error {
+	if c.Node == "" || len(c.Items) == 0 || len(c.Items) > MaxItems {
+		return fmt.Errorf("%w: %s needs a node and 1 to %d items", ErrBadCommand, c.Kind, MaxItems)
+	}
+	for _, it := range c.Items {
+		if it.Path == "" {
+			return fmt.Errorf("%w: %s item without a path", ErrBadCommand, c.Kind)
+		}
+	}
+	for _, it := range c.Items {
+		if c.Kind == KindReleases {
+			_, _ = s.release(Command{Kind: KindRelease, Path: it.Path, Node: c.Node, Grant: it.Grant})
+		} else {
+			_, _ = s.replica(Command{Kind: KindReplica, Path: it.Path, Node: c.Node, Version: it.Version})
+		}
+	}
+	return nil
 }
 
 // drop removes a node from the valid set of the current version. No

@@ -1026,3 +1026,69 @@ func TestPendingInheritsUnfenced(t *testing.T) {
 		t.Fatalf("settled tombstone: %+v", f)
 	}
 }
+
+// TestBatchCommands: Replicas and Releases (core v5) apply each item as
+// its own Replica or Release would, in order; an item refused leaves its
+// record as it was and does not stop the others; a malformed batch is
+// refused whole.
+func TestBatchCommands(t *testing.T) {
+	h := newHarness(t, "a", "b", "c")
+	x, y := h.write("x", "a"), h.write("y", "a")
+	gz := h.acquire("z", "a")
+	h.commit("z", "a", gz)
+	zBefore := h.s.File("z")
+
+	// x and y are released; z is still held (suspended), w does not exist.
+	r := h.apply(Command{Kind: KindReleases, Node: "a", Items: []Item{{Path: "x", Grant: x.Grant}, {Path: "y", Grant: y.Grant}, {Path: "w", Grant: 9}}})
+	if r.Err != nil || r.File != nil {
+		t.Fatalf("releases: err %v, file %v", r.Err, r.File)
+	}
+	for _, p := range []string{"x", "y"} {
+		if f := h.s.File(p); f.Holder != "" || f.Suspended() {
+			t.Fatalf("%s not released: %+v", p, f)
+		}
+	}
+	if h.s.File("w") != nil {
+		t.Fatal("a release of a missing path created it")
+	}
+
+	r = h.apply(Command{Kind: KindReplicas, Node: "c", Items: []Item{
+		{Path: "x", Version: x.Version},       // valid on c
+		{Path: "y", Version: y.Version + 1},   // stale: unchanged
+		{Path: "z", Version: zBefore.Version}, // suspended: unchanged
+		{Path: "x", Version: x.Version},       // again: idempotent
+	}})
+	if r.Err != nil {
+		t.Fatalf("replicas: %v", r.Err)
+	}
+	if got := h.s.File("x").Valid; !slices.Equal(got, []string{"a", "c"}) {
+		t.Fatalf("x valid on %v, want [a c]", got)
+	}
+	if got := h.s.File("y").Valid; !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("y valid on %v, want [a]", got)
+	}
+	if h.s.File("z") != zBefore {
+		t.Fatal("a refused item changed z's record")
+	}
+	checkCounts(t, h.s)
+
+	for _, tc := range []struct {
+		name string
+		c    Command
+	}{
+		{"no node", Command{Kind: KindReplicas, Items: []Item{{Path: "x", Version: 1}}}},
+		{"no items", Command{Kind: KindReleases, Node: "a"}},
+		{"item without path", Command{Kind: KindReplicas, Node: "b", Items: []Item{{Path: "y", Version: y.Version}, {Version: 1}}}},
+		{"too many", Command{Kind: KindReleases, Node: "a", Items: make([]Item, MaxItems+1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := h.s.File("y")
+			if r := h.apply(tc.c); !errors.Is(r.Err, ErrBadCommand) {
+				t.Fatalf("err = %v, want ErrBadCommand", r.Err)
+			}
+			if h.s.File("y") != before {
+				t.Fatal("a refused batch changed a record")
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"unsafe"
 )
@@ -47,5 +48,23 @@ func TestFSMChangesCapped(t *testing.T) {
 	acquire("after")
 	if paths, rescan := m.DrainChanges(); len(paths) != 1 || paths[0] != "after" || rescan {
 		t.Fatalf("after the drain: %v, %v", paths, rescan)
+	}
+}
+
+// A batch command (core v5) marks every path it names as changed.
+func TestFSMChangesOfBatch(t *testing.T) {
+	m := NewFSM()
+	fsmApply(t, m, 1, fsmNode("a"))
+	fsmApply(t, m, 2, Command{Kind: KindAcquire, Path: "x", Node: "a"})
+	fsmApply(t, m, 3, Command{Kind: KindAcquire, Path: "y", Node: "a"})
+	m.DrainChanges()
+	fsmApply(t, m, 4, Command{Kind: KindReleases, Node: "a", Items: []Item{{Path: "x", Grant: 2}, {Path: "y", Grant: 3}}})
+	paths, rescan := m.DrainChanges()
+	slices.Sort(paths)
+	if !slices.Equal(paths, []string{"x", "y"}) || rescan {
+		t.Fatalf("changed %v (rescan %v), want [x y]", paths, rescan)
+	}
+	if f := m.File("y"); f.Holder != "" {
+		t.Fatalf("y still held: %+v", f)
 	}
 }

@@ -46,6 +46,29 @@ const (
 	KindNodeRemove Kind = "node_remove"
 )
 
+// KindReplicas and KindReleases (core v5) are Replica and Release for
+// many files in one entry (Items): a node reports the copies it fetched,
+// or releases the rights that fell due, together. Each item is applied
+// exactly as its own command would be, in order; an item's refusal
+// (ErrStale, ErrNotHolder...) does not affect the others, so the batch's
+// Result has no File and no Err of its own unless the command itself is
+// malformed (docs/decisions/0051-replicas-and-releases-batched.md).
+const (
+	KindReplicas Kind = "replicas"
+	KindReleases Kind = "releases"
+)
+
+// MaxItems bounds a batch command's Items.
+const MaxItems = 256
+
+// Item is one file of a batch command: Path with Version (Replicas) or
+// Grant (Releases).
+type Item struct {
+	Path    string `json:"path"`
+	Version uint64 `json:"version,omitempty"`
+	Grant   uint64 `json:"grant,omitempty"`
+}
+
 // KindDrop reports that Node no longer holds a valid copy of Version (it
 // failed a checksum check and was quarantined, or is missing): the
 // opposite of KindReplica.
@@ -102,11 +125,13 @@ type Command struct {
 	Keep int `json:"keep,omitempty"`
 	// Standby lists the extra nodes that durably hold the committed blob.
 	Standby []string `json:"standby,omitempty"`
-	Cond    Cond     `json:"cond,omitempty"`
-	Idem    string   `json:"idem,omitempty"`
-	Key     string   `json:"key,omitempty"`
-	Value   string   `json:"value,omitempty"`
-	Info    *Node    `json:"info,omitempty"`
+	// Items are the files of a Replicas or Releases command (core v5).
+	Items []Item `json:"items,omitempty"`
+	Cond  Cond   `json:"cond,omitempty"`
+	Idem  string `json:"idem,omitempty"`
+	Key   string `json:"key,omitempty"`
+	Value string `json:"value,omitempty"`
+	Info  *Node  `json:"info,omitempty"`
 }
 
 // Encode serialises a command for the raft log.

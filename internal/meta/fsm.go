@@ -73,6 +73,9 @@ func (m *FSM) Apply(l *raft.Log) any {
 	if c.Path != "" {
 		m.noteChanged(c.Path)
 	}
+	for _, it := range c.Items {
+		m.noteChanged(it.Path)
+	}
 	if c.Kind == KindNodeUpsert || c.Kind == KindNodeRemove || c.Kind == KindSetConfig {
 		m.noteRescan()
 	}

@@ -27,7 +27,9 @@ const NSCore = "core"
 // file's content MD5 and attributes; docs/decisions/0024-file-attrs.md).
 // Version 4 adds Drop.Keep (a conditional drop) and the hot.* settings
 // (hot files gain replicas; docs/decisions/0039-hot-replicas.md).
-const CoreVersion = 4
+// Version 5 adds Replicas and Releases (one entry for many files;
+// docs/decisions/0051-replicas-and-releases-batched.md).
+const CoreVersion = 5
 
 // More sentinel errors, for namespaces.
 var (
