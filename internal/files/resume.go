@@ -215,11 +215,14 @@ func (r *resumer) releaseAll(ctx context.Context, items []meta.Item) []bool {
 	done := make([]bool, len(items))
 	for lo := 0; lo < len(items); lo += meta.MaxItems {
 		hi := min(lo+meta.MaxItems, len(items))
-		if hi-lo > 1 && r.releaseBatch(ctx, items[lo:hi]) {
-			for i := lo; i < hi; i++ {
-				done[i] = true
+		if hi-lo > 1 {
+			ok, err := r.releaseBatch(ctx, items[lo:hi])
+			if !errors.Is(err, meta.ErrUnsupported) {
+				for i := lo; i < hi; i++ {
+					done[i] = ok
+				}
+				continue
 			}
-			continue
 		}
 		for i := lo; i < hi; i++ {
 			done[i] = r.release(ctx, items[i].Path, items[i].Grant)
@@ -228,9 +231,10 @@ func (r *resumer) releaseAll(ctx context.Context, items []meta.Item) []bool {
 	return done
 }
 
-// releaseBatch applies one Releases entry; false if it was refused (a
-// voter older than core v5) or failed: the caller releases one by one.
-func (r *resumer) releaseBatch(ctx context.Context, items []meta.Item) bool {
+// releaseBatch applies one Releases entry. A failure other than a
+// refusal by a voter older than core v5 (ErrUnsupported, the caller then
+// releases one by one) leaves the rights to the next round.
+func (r *resumer) releaseBatch(ctx context.Context, items []meta.Item) (bool, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	res, err := r.s.cl.Apply(cctx, meta.Command{Kind: meta.KindReleases, Node: r.s.self, Items: items})
@@ -241,10 +245,10 @@ func (r *resumer) releaseBatch(ctx context.Context, items []meta.Item) bool {
 		if ctx.Err() == nil && !errors.Is(err, meta.ErrUnsupported) {
 			r.s.log.Warn("release write rights", "files", len(items), "err", err)
 		}
-		return false
+		return false, err
 	}
 	r.s.metrics.releases.Add(float64(len(items)))
-	return true
+	return true, nil
 }
 
 // release applies the release of one right; false if it failed (it is
