@@ -8,8 +8,8 @@
 // and 003-throughput.svg, req/s against offered load; each with bypass off
 // and on, from the latest run of each mode in -in whose config is -config
 // (default: the last line's). The table: one row per run in -tuning, its
-// saturation (the most req/s of any step) and its knee (the last step whose
-// p99 is at most -knee ms, decision 0057), beside the mean of the -base
+// saturation (req/s at the top step) and its knee (the last step whose p99
+// is at most -knee ms, decision 0057), beside the mean of the -base
 // config's runs (default: the first run's).
 package main
 
@@ -38,6 +38,7 @@ type step struct {
 	rps, p50, p99         float64 // the random generator's (mostly the disk tier): 2xx/3xx a second
 	hotRPS, hotP50, hotP9 float64 // the hot object's (memory hits)
 	load                  string
+	answers, misses       int // the node's answers in the step (hits, misses, bypasses), its misses
 }
 
 // run is the steps of one mode and config measured in one go, in order.
@@ -99,6 +100,11 @@ func read(file string) ([]*run, error) {
 		if v, err := strconv.ParseFloat(field(row, "ok_req_per_s"), 64); err == nil {
 			s.rps = v
 		}
+		for _, h := range []string{"hits_mem", "hits_disk", "miss", "overload"} {
+			n, _ := strconv.Atoi(field(row, h))
+			s.answers += n
+		}
+		s.misses, _ = strconv.Atoi(field(row, "miss"))
 		b, c := field(row, "bypass"), field(row, "config")
 		if n := len(runs); n == 0 || runs[n-1].bypass != b || runs[n-1].config != c ||
 			runs[n-1].steps[len(runs[n-1].steps)-1].conns >= s.conns {
@@ -110,8 +116,13 @@ func read(file string) ([]*run, error) {
 	return runs, nil
 }
 
-// saturation is the step with the most req/s.
-func (r *run) saturation() step {
+// saturation is the top step: the closed loop's throughput once the
+// cache is saturated, and the disk tier at its fullest (the first steps
+// still take misses from the origin, which is faster than the disk).
+func (r *run) saturation() step { return r.steps[len(r.steps)-1] }
+
+// most is the step with the most req/s.
+func (r *run) most() step {
 	best := r.steps[0]
 	for _, s := range r.steps {
 		if s.rps > best.rps {
@@ -305,21 +316,23 @@ func table(file, base string, kneeMS float64) error {
 		return fmt.Errorf("%s: no run of the baseline %q", file, base)
 	}
 	sat /= n
-	fmt.Printf("\nknee: the last step whose p99 is at most %g ms; ratios against the mean saturation of %q, bypass=%s (%.1f req/s)\n\n",
+	fmt.Printf("\nsaturation: req/s at the top step; knee: the last step whose p99 is at most %g ms; ratios against the mean saturation of %q, bypass=%s (%.1f req/s)\n\n",
 		kneeMS, base, runs[0].bypass, sat)
-	fmt.Println("| config | bypass | started | saturation req/s (conns) | × baseline | knee req/s (conns) | knee / saturation | p99 ms at the knee | p99 ms at the top step | hot p99 ms at the top step | load |")
+	fmt.Println("| config | bypass | started | saturation req/s (conns) | × baseline | misses there | knee: conns (req/s, p99 ms) | p99 ms at the top step | hot p99 ms at the top step | most req/s (conns) | load |")
 	fmt.Println("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range runs {
-		s, top := r.saturation(), r.steps[len(r.steps)-1]
-		knee, kneeP99, ratio := "none", "–", "–"
+		s, m := r.saturation(), r.most()
+		knee := "none"
 		if k, ok := r.knee(kneeMS); ok {
-			knee = fmt.Sprintf("%.1f (%d)", k.rps, k.conns)
-			kneeP99 = fmt.Sprintf("%.0f", k.p99)
-			ratio = fmt.Sprintf("%.0f%%", 100*k.rps/s.rps)
+			knee = fmt.Sprintf("%d (%.1f, %.0f)", k.conns, k.rps, k.p99)
 		}
-		fmt.Printf("| %s | %s | %s | %.1f (%d) | %.2f | %s | %s | %s | %.0f | %.0f | %s–%s |\n",
-			r.config, r.bypass, r.steps[0].date, s.rps, s.conns, s.rps/sat, knee, ratio, kneeP99, top.p99, top.hotP9,
-			r.steps[0].load, top.load)
+		misses := "–"
+		if s.answers > 0 {
+			misses = fmt.Sprintf("%.1f%%", 100*float64(s.misses)/float64(s.answers))
+		}
+		fmt.Printf("| %s | %s | %s | %.1f (%d) | %.2f | %s | %s | %.0f | %.0f | %.1f (%d) | %s–%s |\n",
+			r.config, r.bypass, r.steps[0].date, s.rps, s.conns, s.rps/sat, misses, knee, s.p99, s.hotP9,
+			m.rps, m.conns, r.steps[0].load, s.load)
 	}
 	return nil
 }
