@@ -1,11 +1,12 @@
 -- wrk script for scripts/bench/003.sh: GET /o/NNNNN over a catalogue of
 -- N objects (env N), at random (MODE=random, the default) or in order
--- (MODE=seq, to fill the cache; one thread).
+-- (MODE=seq, to fill the cache; one thread); MODE=hot: GET /hot only.
 local n = tonumber(os.getenv("N") or "1000")
-local seq = os.getenv("MODE") == "seq"
+local seq, hot = os.getenv("MODE") == "seq", os.getenv("MODE") == "hot"
 local i = 0
 math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16) % 1000)
 request = function()
+  if hot then return wrk.format("GET", "/hot") end
   local k
   if seq then k = i % n; i = i + 1 else k = math.random(0, n - 1) end
   return wrk.format("GET", string.format("/o/%05d", k))

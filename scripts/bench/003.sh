@@ -33,6 +33,9 @@
 # objects was not half on disk after 50 s (the rest were misses).
 # GOML: the node's GOMEMLIMIT (60% of MEM by default), e.g. to keep it when
 # MEM grows by a tmpfs disk tier's size.
+# HOT_RETRY=1: the hot generator (c3) runs the Lua script too (MODE=hot), so
+# it waits for a refusal's Retry-After as c2 does; plain wrk reconnects at
+# once after a refusal (e.g. --max-conns) and floods the node with them.
 # Column ok_req_per_s: the random generator's 2xx/3xx answers a second
 # (wrk's req/s counts refusals too, e.g. with NODE_ARGS="--max-conns 16").
 # Charts and the tuning table from the results: go run ./scripts/bench/003chart
@@ -47,6 +50,7 @@ pmem=${PMEM:-16MiB} disk=${DISK:-loop} nargs=${NODE_ARGS:-} fillmbps=${FILLMBPS:
 config="mem=${mem}MB${GOML:+ gomemlimit=$GOML} pmem=$pmem disk=$disk"
 [ "$disk" = loop ] && config+=":${diskr}MB/s${fillmbps:+ fill:${fillmbps}MB/s}"
 [ -z "$nargs" ] || config+=" $nargs"
+[ -z "${HOT_RETRY:-}" ] || config+=" hot-retry"
 out=docs/bench/003; mkdir -p "$out"
 res=${RES:-$out/results.tsv}
 [ -f "$res" ] || printf 'date\tbypass\tconns\treq_per_s\tp50_ms\tp99_ms\thot_req_per_s\thot_p50_ms\thot_p99_ms\thits_mem\thits_disk\toverload\tmiss\terrors\tload\tshed\tconfig\tok_req_per_s\tbound\n' >"$res"
@@ -130,7 +134,11 @@ for bypass in $modes; do
       sleep 0.5
     done) >"$work/bound" &
     bp=$!
-    tb exec c3 -- wrk -t1 -c2 -d"$dur" --timeout 10s --latency "http://$cache:8080/hot" >"$work/h" 2>&1 || true
+    if [ -n "${HOT_RETRY:-}" ]; then
+      tb exec c3 -- env MODE=hot wrk -t1 -c2 -d"$dur" --timeout 10s --latency -s "$lua" "http://$cache:8080" >"$work/h" 2>&1 || true
+    else
+      tb exec c3 -- wrk -t1 -c2 -d"$dur" --timeout 10s --latency "http://$cache:8080/hot" >"$work/h" 2>&1 || true
+    fi
     wait "$rp" || true
     wait "$bp" || true
     bound=$(awk 'NR == 1 || $1 < m {m = $1} {s += $1} END {if (NR) printf "%d/%.1f", m, s / NR; else print "-"}' "$work/bound")
