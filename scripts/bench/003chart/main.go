@@ -6,7 +6,8 @@
 // Charts (SVG, in -img): 003-latency.svg, p50 and p99 against offered load
 // (the random generator's connections) for all requests and for memory hits,
 // and 003-throughput.svg, req/s against offered load; each with bypass off
-// and on, from the latest run of each mode in -in whose config is -config
+// and on; 003-tuning.svg, p99 and req/s of the latest run of each config of
+// -tuning, from the latest run of each mode in -in whose config is -config
 // (default: the last line's). The table: one row per run in -tuning, its
 // saturation (req/s at the top step) and its knee (the last step whose p99
 // is at most -knee ms, decision 0057), beside the mean of the -base
@@ -20,12 +21,14 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
@@ -160,6 +163,10 @@ func main() {
 	}
 	if *tuning == "" {
 		return
+	}
+	if err := tuningChart(*tuning, *img, *knee); err != nil {
+		fmt.Fprintln(os.Stderr, "003chart:", err)
+		os.Exit(1)
 	}
 	if err := table(*tuning, *base, *knee); err != nil {
 		fmt.Fprintln(os.Stderr, "003chart:", err)
@@ -335,4 +342,92 @@ func table(file, base string, kneeMS float64) error {
 			m.rps, m.conns, r.steps[0].load, s.load)
 	}
 	return nil
+}
+
+// tuningChart draws the latest run of each config of the tuning file: p99
+// and req/s of the random requests against offered load, a line per config,
+// and the knee's threshold dashed.
+func tuningChart(file, img string, kneeMS float64) error {
+	runs, err := read(file)
+	if err != nil {
+		return err
+	}
+	var order []string
+	latest := map[string]*run{}
+	for _, r := range runs {
+		k := r.config + " bypass=" + r.bypass
+		if latest[k] == nil {
+			order = append(order, k)
+		}
+		latest[k] = r
+	}
+	// the settings every config shares go to the title, the rest label the lines
+	common := strings.Fields(order[0])
+	for _, k := range order[1:] {
+		f := strings.Fields(k)
+		common = slices.DeleteFunc(common, func(c string) bool { return !slices.Contains(f, c) })
+	}
+	label := func(k string) string {
+		f := slices.DeleteFunc(strings.Fields(k), func(c string) bool { return slices.Contains(common, c) })
+		if len(f) == 0 {
+			return "baseline"
+		}
+		return strings.Join(f, " ")
+	}
+	p99, rps := plot.New(), plot.New()
+	p99.Title.Text, rps.Title.Text = "all requests: p99", "all requests: req/s (2xx/3xx)"
+	p99.Y.Label.Text, rps.Y.Label.Text = "p99 (ms, log)", "req/s"
+	p99.Y.Scale, p99.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	rps.Y.Min = 0
+	var ticks []plot.Tick
+	for i, k := range order {
+		r := latest[k]
+		var lat, thr plotter.XYs
+		for _, s := range r.steps {
+			lat = append(lat, plotter.XY{X: float64(s.conns), Y: s.p99})
+			thr = append(thr, plotter.XY{X: float64(s.conns), Y: s.rps})
+			ticks = append(ticks, plot.Tick{Value: float64(s.conns), Label: strconv.Itoa(s.conns)})
+		}
+		for _, pl := range []struct {
+			p  *plot.Plot
+			xy plotter.XYs
+		}{{p99, lat}, {rps, thr}} {
+			l, pts, err := plotter.NewLinePoints(pl.xy)
+			if err != nil {
+				continue
+			}
+			c := plotutil.Color(i)
+			l.Color, l.Width, pts.Color, pts.Shape = c, vg.Points(1.5), c, plotutil.Shape(i)
+			pl.p.Add(l, pts)
+			pl.p.Legend.Add(label(k), l, pts)
+		}
+	}
+	knee, err := plotter.NewLine(plotter.XYs{{X: ticks[0].Value, Y: kneeMS}, {X: 64, Y: kneeMS}})
+	if err == nil {
+		for _, t := range ticks {
+			knee.XYs[1].X = max(knee.XYs[1].X, t.Value)
+		}
+		knee.Color, knee.Dashes = color.Gray{Y: 120}, dashed
+		p99.Add(knee)
+		p99.Legend.Add(fmt.Sprintf("knee threshold (%g ms)", kneeMS), knee)
+	}
+	for _, p := range []*plot.Plot{p99, rps} {
+		p.X.Label.Text = "offered load: connections of the random generator (log)"
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.ConstantTicks(ticks)
+		p.Legend.Top, p.Legend.Left = true, true
+		p.Legend.TextStyle.Font.Size = vg.Points(8)
+		p.Add(plotter.NewGrid())
+	}
+	p99.Y.Max *= 30
+	rps.Y.Max *= 1.8
+	rps.Y.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
+		ts := plot.DefaultTicks{}.Ticks(min, max)
+		for i := range ts {
+			if ts[i].Label != "" {
+				ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+			}
+		}
+		return ts
+	})
+	return save(filepath.Join(img, "003-tuning.svg"), "paper 003's tuning on mure's knobs: "+strings.Join(common, " "), []*plot.Plot{p99, rps})
 }
