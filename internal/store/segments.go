@@ -79,8 +79,16 @@ type segLog struct {
 	total int64    // logical bytes appended
 	err   error    // sticky: a failed fsync
 
-	syncMu  sync.Mutex   // held by the writer that fsyncs for the others
+	syncMu  sync.Mutex   // held during a group-commit fsync (drop waits for it)
 	durable atomic.Int64 // logical bytes known durable
+
+	// roundMu guards syncing (a writer fsyncs for the others) and round,
+	// closed when that fsync ends: its waiters wake at once, not one
+	// after the other as queued on a mutex.
+	roundMu sync.Mutex
+	syncing bool
+	round   chan struct{}
+	syncs   atomic.Int64 // group-commit fsyncs made (benchmarks)
 
 	segsMu sync.RWMutex
 	segs   map[uint64]*segment
@@ -180,40 +188,69 @@ func (l *segLog) oldest(seg *segment) bool {
 }
 
 // waitDurable returns once the logical position pos is durable: the
-// first writer to get syncMu fsyncs the current segment for every byte
-// appended so far, and those queued behind it find their bytes covered.
+// first writer to find no fsync under way fsyncs the current segment for
+// every byte appended so far; those that come while it does wait for it
+// to end, then see whether it covered them (one of the others fsyncs
+// next).
 func (l *segLog) waitDurable(pos int64) error {
 	if !l.sync {
 		return nil
 	}
 	for l.durable.Load() < pos {
-		l.syncMu.Lock()
+		l.roundMu.Lock()
 		if l.durable.Load() >= pos {
-			l.syncMu.Unlock()
+			l.roundMu.Unlock()
 			break
 		}
-		l.mu.Lock()
-		seg, target, err := l.cur, l.total, l.err
-		l.mu.Unlock()
-		if err == nil && seg != nil {
-			// A segment sealed meanwhile was synced by seal; seg is the
-			// one target ends in, or later.
-			if err = seg.f.Sync(); err != nil {
-				err = fmt.Errorf("store: sync segment %s: %w", seg.name, err)
-				l.mu.Lock()
-				l.err = err
-				l.mu.Unlock()
+		if l.syncing {
+			if l.round == nil {
+				l.round = make(chan struct{})
 			}
+			round := l.round
+			l.roundMu.Unlock()
+			<-round
+			continue
 		}
-		if err == nil {
-			l.advance(target)
+		l.syncing = true
+		l.roundMu.Unlock()
+		err := l.syncAll()
+		l.roundMu.Lock()
+		l.syncing = false
+		round := l.round
+		l.round = nil
+		l.roundMu.Unlock()
+		if round != nil {
+			close(round)
 		}
-		l.syncMu.Unlock()
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// syncAll fsyncs the current segment, which makes every byte appended so
+// far durable (a segment sealed meanwhile was synced by seal; the current
+// one is the one the end ends in). A failure is sticky.
+func (l *segLog) syncAll() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	seg, target, err := l.cur, l.total, l.err
+	l.mu.Unlock()
+	if err == nil && seg != nil {
+		l.syncs.Add(1)
+		if err = seg.f.Sync(); err != nil {
+			err = fmt.Errorf("store: sync segment %s: %w", seg.name, err)
+			l.mu.Lock()
+			l.err = err
+			l.mu.Unlock()
+		}
+	}
+	if err == nil {
+		l.advance(target)
+	}
+	return err
 }
 
 // end returns the logical position of the end of what was appended so

@@ -369,6 +369,43 @@ func segFiles(t *testing.T, dir string) int {
 	return len(ents)
 }
 
+// BenchmarkGroupCommit commits 4 KiB blobs from 64 goroutines at once,
+// fsync on, in a directory on the disk under test (MURE_BENCH_DIR, else
+// the temp directory): what the group commit costs per small write, and
+// how many writes share an fsync.
+func BenchmarkGroupCommit(b *testing.B) {
+	dir, err := os.MkdirTemp(os.Getenv("MURE_BENCH_DIR"), "groupcommit")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	s, err := Open(dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	body := content(4096, 1)
+	var n atomic.Int64
+	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			w, err := s.Create(fmt.Sprintf("bench/%d", i), fmt.Sprintf("%024x", i))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			w.Write(body)
+			if _, err := w.Commit(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(n.Load())/float64(s.log.syncs.Load()), "writes/fsync")
+}
+
 // BenchmarkSmallIndexMemory reports the heap a small blob's index entry
 // costs (B/blob), for paths like the catalogue benchmark's.
 func BenchmarkSmallIndexMemory(b *testing.B) {
