@@ -80,7 +80,7 @@ func (n *Node) s3First(next http.Handler) http.Handler {
 
 // Defaults of the write limits (Config.MaxWriteInFlight, MaxWriteQueue).
 const (
-	DefaultMaxWriteInFlight = 32
+	DefaultMaxWriteInFlight = 64 // decision 0049
 	DefaultMaxWriteQueue    = 128
 )
 
