@@ -98,6 +98,13 @@
 // checks nothing is verified per read: a blob that rots after its check is
 // served as it is until the next scrub pass reaches it.
 //
+// A small blob's record is checked (both CRC-32Cs) when it enters the
+// index: written by this Store, read whole by Open's scan, or moved by
+// compaction; one that does not check there is marked suspect and read
+// and checked at every Open (found corrupt). A read into memory checks it
+// again; one of more than SectionMin bytes sent from its segment file
+// (Blob.Section) is not read at all (decision 0053).
+//
 // # Disk full
 //
 // ENOSPC and EDQUOT, from write, fsync, close, mkdir or rename, are returned
@@ -121,7 +128,9 @@
 // With Options.CacheBytes > 0, blobs of at most CacheMaxBlob bytes (64 KiB by
 // default) are read fully by Open, kept in a byte-bounded LRU keyed by
 // (path, id), and served from memory (Blob.Bytes non-nil, Blob.File nil); a
-// cache hit allocates only the Blob. Commit, Remove, RemoveExcept and a
+// cache hit allocates only the Blob. A small blob of more than SectionMin
+// bytes is read into the cache only at its second miss: at its first it is
+// served from its segment file (a doorkeeper, door.go). Commit, Remove, RemoveExcept and a
 // failed Verify invalidate entries; a per-stripe generation counter sampled
 // before a miss reads the file keeps a racing reader from re-inserting
 // content that was removed or replaced meanwhile.
