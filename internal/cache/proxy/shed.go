@@ -23,7 +23,8 @@ const (
 )
 
 // relays bounds bypass: the requests for objects held only on a busy disk
-// that the proxy sends to the origin (decision 0042). Each relay costs the
+// that the proxy sends to the origin (decision 0042), and the misses
+// while the disk is busy, which it keeps in memory only. Each relay costs the
 // node a copy of the body through user space; past the disk's knee they
 // are most of the requests, and relaying them all took the CPU that hits
 // from memory need (paper 003's experiment on the testbed: hits' p99 from
@@ -93,9 +94,9 @@ func (g *relays) run(ctx context.Context, tick time.Duration) {
 	}
 }
 
-// defaultCPUShort is the signal the bypass bound follows by default: the CPU ran
-// short since the previous call when the host's CPU quota held its tasks
-// back (throttledShort), or when goroutines waited for a CPU
+// defaultCPUShort is the signal the bypass bound follows by default: the
+// CPU ran short since the previous call when the host's CPU quota held its
+// tasks back (throttledShort), or when goroutines waited for a CPU
 // (schedShort) — the latter also when the machine, not a quota, is what
 // is short, as on a host shared with other work.
 func defaultCPUShort() func() bool {
@@ -162,8 +163,8 @@ func throttledShort() func() bool {
 	}
 }
 
-// shed answers a request for an object held only on the busy disk when
-// relays are at their bound: a 503 with Retry-After, or with
+// shed answers a request for an object held only on the busy disk, or a
+// miss while the disk is busy, when relays are at their bound: a 503 with Retry-After, or with
 // --proxy-bypass-redirect a 307 to the same target at the origin, which
 // the client then asks itself. Either costs the node about what a small
 // hit does.
