@@ -61,11 +61,30 @@ func (p *protected) keep(path string, ids []string) []string {
 	return out
 }
 
+// latest returns the latest end of protection among path's ids (zero
+// when none is protected).
+func (p *protected) latest(path string, ids []string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var last time.Time
+	for _, id := range ids {
+		if until, ok := p.m[path+"\x00"+id]; ok && until.After(last) {
+			last = until
+		}
+	}
+	return last
+}
+
 // replicateLoop is the resumption worker: it brings this node's replicas up
 // to date with the catalogue (fetching versions it should hold, once their
 // write right is released) and removes blobs no version needs.
 func (s *Service) replicateLoop(ctx context.Context) {
 	pending := map[string]time.Time{} // path → not before
+	// path → when to collect it again: blobs no version needs were kept
+	// because they were protected (a path deleted while a standby copy's
+	// protection lasts); without another look they would stay until the
+	// path changes again
+	later := map[string]time.Time{}
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	sem := make(chan struct{}, s.cfg.Fetchers)
@@ -93,6 +112,14 @@ func (s *Service) replicateLoop(ctx context.Context) {
 		s.throttle.setRate(cfg.ReplicationRate)
 		s.metrics.replicationRate.Set(float64(cfg.ReplicationRate))
 		now := time.Now()
+		for p, at := range later {
+			if !now.Before(at) {
+				delete(later, p)
+				if _, ok := pending[p]; !ok {
+					pending[p] = time.Time{}
+				}
+			}
+		}
 		backlog := 0
 		for p, notBefore := range pending {
 			mu.Lock()
@@ -117,7 +144,11 @@ func (s *Service) replicateLoop(ctx context.Context) {
 				if !s.cl.HasReadLease() {
 					continue
 				}
-				s.collect(s.fsm.File(p))
+				if again := s.collect(s.fsm.File(p)); !again.IsZero() {
+					later[p] = again
+				} else {
+					delete(later, p)
+				}
 				delete(pending, p)
 				continue
 			}
@@ -210,28 +241,33 @@ func (s *Service) fetchReplica(ctx context.Context, f *meta.File, source string)
 // collect removes local blobs of f's path that no current version needs.
 // It runs at every change of every path, so it lists the blobs' names
 // only (no sidecar read) and stops there in the usual case: the current
-// version's blob alone.
-func (s *Service) collect(f *meta.File) {
+// version's blob alone. It returns when to look again (zero: no need):
+// once the protection of blobs it kept only for that ends.
+func (s *Service) collect(f *meta.File) (again time.Time) {
 	if f == nil {
-		return
+		return time.Time{}
 	}
 	ids, err := s.st.IDs(f.Path)
 	if err != nil || len(ids) == 0 {
-		return
+		return time.Time{}
 	}
 	if len(ids) == 1 && f.Exists() && ids[0] == f.BlobID {
-		return
+		return time.Time{}
 	}
 	keep := s.protect.keep(f.Path, ids)
+	if len(keep) > 0 {
+		again = s.protect.latest(f.Path, slices.DeleteFunc(slices.Clone(keep), func(id string) bool { return f.Exists() && id == f.BlobID }))
+	}
 	if f.Exists() {
 		keep = append(keep, f.BlobID)
 	}
 	if len(keep) >= len(ids) {
-		return
+		return again
 	}
 	if err := s.st.RemoveExcept(f.Path, keep...); err != nil {
 		s.log.Warn("collect old versions", "path", f.Path, "err", err)
 	}
+	return again
 }
 
 // Backlog is the number of files this node still has to resume.

@@ -105,6 +105,9 @@ func (s *Service) Put(ctx context.Context, path string, body io.Reader, o PutOpt
 	if err != nil {
 		return Info{}, commitError(path, err)
 	}
+	// Decided: the catalogue keeps or drops the blob from now on (kept
+	// protected, a delete soon after would leave it on disk until then).
+	s.protect.done(path, blob.ID)
 	if res.Err != nil {
 		s.st.Remove(path, blob.ID)
 		return Info{}, s.stateError(ctx, path, res.Err)
