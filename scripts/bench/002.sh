@@ -52,8 +52,9 @@ addr() { echo "10.77.0.$1"; } # 11.. servers, 101.. clients
 up() { # SERVERS CLIENTS [NODE-ARGS]
   tb down >/dev/null 2>&1 || true
   # each server's disk holds the files it serves in every N's run (a
-  # removed file's space is not back at once: measured, 507 no_space on
-  # disks sized for one run's files), the raft log and room
+  # removed file's space was not back at once, 507 no_space on disks sized
+  # for one run's files, before the fix of TestDeletedSpaceComesBack; the
+  # margin stays), the raft log and room
   local dsize=512 n
   for n in $ns; do dsize=$((dsize + size * ((n + $1 - 1) / $1))); done
   tb up --auth --unbalanced --servers "$1" --clients "$2" --server-link "$link" --client-link "$link" \
