@@ -7,7 +7,9 @@
 # page draws from), /history (a peer's or a restarted page's backfill) and
 # /metrics (a scraper) — asked from client host c2 every 200 ms during the
 # overload. Prints the sustainable rate, what the overloaded node admitted,
-# and the probes' p50, p99 and max; the target is p99 <= 200 ms.
+# the reads the front answered and refused, the Go runtime's GC cycles,
+# pauses, goroutines and heap at the scrapes, and the probes' p50, p99 and
+# max; the target is p99 <= 200 ms.
 #   scripts/bench/ui-testbed.sh [DURATION]    (default 20s; about 2 minutes)
 # Testbed nodes run without authentication, so the probes need no session.
 # Environment:
@@ -62,7 +64,8 @@ rate=$(awk -v s="$sust" 'BEGIN {printf "%d", 2 * s}')
 n=$((secs * 5))
 tx c2 -- sh -c "for i in \$(seq $n); do
   for p in /ui/api/view /history /metrics; do
-    curl -s -o /dev/null -w \"\$p %{http_code} %{time_total} %{time_connect}\n\" --max-time 5 http://$probe\$p || echo \"\$p 000 5 5\"
+    out=/dev/null; [ \$p = /metrics ] && out=$work/metrics.\$i
+    curl -s -o \$out -w \"\$p %{http_code} %{time_total} %{time_connect}\n\" --max-time 5 http://$probe\$p || echo \"\$p 000 5 5\"
   done
   sleep 0.2
 done" >"$work/probes" &
@@ -77,6 +80,16 @@ echo "probes on $ui ($probe), node flags: ${nodeargs:-none} ${NODE_ARGS:-} ${NOD
 printf 'reads: sustainable %.0f/s, offered %.0f/s, admitted %.0f/s, admitted p99 %.1f ms, 503s %s\n' \
   "$sust" "$(field "$work/open.json" rate)" "$(field "$work/open.json" ops_per_s)" \
   "$(field "$work/open.json" latency.p99_ms)" "$(field "$work/open.json" 'error_kinds.http_503')"
+# the Go runtime at the scrapes: GC cycles and their pauses in the run,
+# the most goroutines and heap in use
+gofig() { for i in $(seq $n); do awk -v m="$1" '$1 == m {print $2}' "$work/metrics.$i" 2>/dev/null || true; done; }
+gc=$(gofig go_gc_duration_seconds_count | sort -g | awk 'NR == 1 {a = $1} {b = $1} END {print b - a}')
+pause=$(gofig go_gc_duration_seconds_sum | sort -g | awk 'NR == 1 {a = $1} {b = $1} END {printf "%.1f", (b - a) * 1000}')
+gor=$(gofig go_goroutines | sort -g | tail -1)
+heap=$(gofig go_memstats_heap_inuse_bytes | sort -g | tail -1 | awk '{printf "%.0f", $1 / 1048576}')
+api=$(tx c2 -- curl -s --max-time 5 http://$probe/status | jq -c '.services.api | {front_served, front_refused}' 2>/dev/null || true)
+echo "client API after the run: ${api:--}"
+echo "go runtime at the scrapes: ${gc:--} GC cycles, pauses ${pause:--} ms in all, at most ${gor:--} goroutines and ${heap:--} MiB heap in use"
 for p in /ui/api/view /history /metrics; do
   ok=$(awk -v p="$p" '$1 == p && $2 == 200' "$work/probes" | wc -l)
   all=$(awk -v p="$p" '$1 == p' "$work/probes" | wc -l)
