@@ -57,6 +57,8 @@ func (p proposal) namespace() (string, int) {
 	switch {
 	case p.op != nil:
 		return p.op.NS, p.op.V
+	case p.cmd.Kind == meta.KindSettles:
+		return meta.NSCore, 6 // one entry for many versions' settles
 	case p.cmd.Kind == meta.KindReplicas || p.cmd.Kind == meta.KindReleases:
 		return meta.NSCore, 5 // one entry for many files' replicas or releases
 	case p.cmd.Kind == meta.KindDrop && p.cmd.Keep > 0:

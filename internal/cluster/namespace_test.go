@@ -22,6 +22,7 @@ func TestProposalNamespace(t *testing.T) {
 		{"a replica report", meta.Command{Kind: meta.KindReplica, Path: "p"}, 1},
 		{"replica reports of many files", meta.Command{Kind: meta.KindReplicas, Items: []meta.Item{{Path: "p"}}}, 5},
 		{"releases of many files", meta.Command{Kind: meta.KindReleases, Items: []meta.Item{{Path: "p"}}}, 5},
+		{"settles of many versions", meta.Command{Kind: meta.KindSettles, Items: []meta.Item{{Path: "p"}}}, 6},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -58,6 +58,8 @@ type fakeCluster struct {
 	// noV5 refuses Replicas and Releases, as a cluster with a voter older
 	// than core v5 does.
 	noV5 bool
+	// noV6 refuses Settles (core v6).
+	noV6 bool
 	// lostAnswers makes every Apply lose its first answer: the command is
 	// applied, then re-sent and applied again, as cluster.Apply retries,
 	// and the second result is returned.
@@ -178,7 +180,7 @@ func (s *fakeSeat) Apply(ctx context.Context, cmd meta.Command) (*meta.Result, e
 		return nil, err // as raft's proposal would fail
 	}
 	if cmd.Take && s.c.noTake || (cmd.MD5 != "" || cmd.Attrs != nil) && s.c.noV3 || cmd.Keep > 0 && s.c.noV4 ||
-		(cmd.Kind == meta.KindReplicas || cmd.Kind == meta.KindReleases) && s.c.noV5 {
+		(cmd.Kind == meta.KindReplicas || cmd.Kind == meta.KindReleases) && s.c.noV5 || cmd.Kind == meta.KindSettles && s.c.noV6 {
 		return nil, fmt.Errorf("fake: %w", meta.ErrUnsupported)
 	}
 	if s.c.lostAnswers {

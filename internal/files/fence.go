@@ -2,7 +2,6 @@ package files
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -87,17 +86,14 @@ func (s *Service) Barrier(ctx context.Context, r *meta.Result) error {
 }
 
 // settle makes a pending version visible, once no node can answer for the
-// previous state any more (run on the leader, after the barrier).
+// previous state any more (run on the leader, after the barrier); the
+// settles of concurrent writes go in one entry (settleBatcher).
 func (s *Service) settle(ctx context.Context, f *meta.File) error {
 	if f == nil || !f.Pending {
 		return nil
 	}
-	res, err := s.cl.Apply(ctx, meta.Command{Kind: meta.KindSettle, Path: f.Path, Version: f.Version})
-	if err != nil {
+	if err := s.settles.settle(ctx, f); err != nil {
 		return fmt.Errorf("settle %s: %w", f.Path, err)
-	}
-	if res.Err != nil && !errors.Is(res.Err, meta.ErrStale) {
-		return fmt.Errorf("settle %s: %w", f.Path, res.Err)
 	}
 	return nil
 }

@@ -104,6 +104,7 @@ type Service struct {
 	drops   drops
 	resumer *resumer
 	reports *replicaReports // this node's replica reports, batched
+	settles *settleBatcher  // the leader's settles, batched
 	// throttle caps the replication worker's fetches (replication.rate).
 	throttle *throttle
 	backlog  atomic.Int64
@@ -153,6 +154,7 @@ func New(cfg Config, cl Cluster, st *store.Store, peers Peers) *Service {
 	s.resumer = newResumer(s)
 	s.invs = newInvBatcher(peers)
 	s.reports = &replicaReports{s: s}
+	s.settles = &settleBatcher{s: s}
 	s.throttle = newThrottle()
 	s.hot = newHot()
 	return s

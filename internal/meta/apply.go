@@ -19,7 +19,7 @@ func (s *State) Apply(idx uint64, c Command) *Result {
 		r.File, r.Err = s.release(c)
 	case KindReplica:
 		r.File, r.Err = s.replica(c)
-	case KindReplicas, KindReleases:
+	case KindReplicas, KindReleases, KindSettles:
 		r.Err = s.batch(c)
 	case KindDrop:
 		r.File, r.Err = s.drop(c)
@@ -220,11 +220,11 @@ func (s *State) replica(c Command) (*File, error) {
 	return f, nil
 }
 
-// batch applies a Replicas or Releases command: each item as the single
-// command would be; items refused are left as they are.
+// batch applies a Replicas, Releases or Settles command: each item as
+// the single command would be; items refused are left as they are.
 func (s *State) batch(c Command) error {
-	if c.Node == "" || len(c.Items) == 0 || len(c.Items) > MaxItems {
-		return fmt.Errorf("%w: %s needs a node and 1 to %d items", ErrBadCommand, c.Kind, MaxItems)
+	if c.Node == "" && c.Kind != KindSettles || len(c.Items) == 0 || len(c.Items) > MaxItems {
+		return fmt.Errorf("%w: %s needs 1 to %d items (and a node, but for settles)", ErrBadCommand, c.Kind, MaxItems)
 	}
 	for _, it := range c.Items {
 		if it.Path == "" {
@@ -232,10 +232,13 @@ func (s *State) batch(c Command) error {
 		}
 	}
 	for _, it := range c.Items {
-		if c.Kind == KindReleases {
+		switch c.Kind {
+		case KindReleases:
 			_, _ = s.release(Command{Kind: KindRelease, Path: it.Path, Node: c.Node, Grant: it.Grant})
-		} else {
+		case KindReplicas:
 			_, _ = s.replica(Command{Kind: KindReplica, Path: it.Path, Node: c.Node, Version: it.Version})
+		case KindSettles:
+			_, _ = s.settle(Command{Kind: KindSettle, Path: it.Path, Version: it.Version})
 		}
 	}
 	return nil

@@ -1092,3 +1092,30 @@ func TestBatchCommands(t *testing.T) {
 		})
 	}
 }
+
+// TestSettlesCommand: Settles (core v6) settles each pending version it
+// names, as Settle would; a stale item (the file moved on) changes nothing.
+func TestSettlesCommand(t *testing.T) {
+	h := newHarness(t, "a", "b")
+	gx := h.acquire("x", "a")
+	x := h.commit("x", "a", gx).File
+	gy := h.acquire("y", "a")
+	y := h.commit("y", "a", gy).File
+	if !x.Pending || !y.Pending {
+		t.Fatalf("commits not pending: x %v, y %v", x.Pending, y.Pending)
+	}
+	r := h.apply(Command{Kind: KindSettles, Items: []Item{{Path: "x", Version: x.Version}, {Path: "y", Version: y.Version + 1}}})
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if h.s.File("x").Pending {
+		t.Fatal("x still pending")
+	}
+	if h.s.File("y") != y {
+		t.Fatal("a stale settle changed y")
+	}
+	if r := h.apply(Command{Kind: KindSettles}); !errors.Is(r.Err, ErrBadCommand) {
+		t.Fatalf("settles without items: %v", r.Err)
+	}
+	checkCounts(t, h.s)
+}

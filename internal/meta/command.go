@@ -58,11 +58,17 @@ const (
 	KindReleases Kind = "releases"
 )
 
+// KindSettles (core v6) is Settle for many versions in one entry (Items:
+// Path and Version), proposed by the leader for the writes whose
+// barriers ended together; each item is applied as its own Settle would
+// be (docs/decisions/0052-settles-batched.md).
+const KindSettles Kind = "settles"
+
 // MaxItems bounds a batch command's Items.
 const MaxItems = 256
 
-// Item is one file of a batch command: Path with Version (Replicas) or
-// Grant (Releases).
+// Item is one file of a batch command: Path with Version (Replicas,
+// Settles) or Grant (Releases).
 type Item struct {
 	Path    string `json:"path"`
 	Version uint64 `json:"version,omitempty"`

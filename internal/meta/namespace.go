@@ -28,8 +28,9 @@ const NSCore = "core"
 // Version 4 adds Drop.Keep (a conditional drop) and the hot.* settings
 // (hot files gain replicas; docs/decisions/0039-hot-replicas.md).
 // Version 5 adds Replicas and Releases (one entry for many files;
-// docs/decisions/0051-replicas-and-releases-batched.md).
-const CoreVersion = 5
+// docs/decisions/0051-replicas-and-releases-batched.md). Version 6 adds
+// Settles (docs/decisions/0052-settles-batched.md).
+const CoreVersion = 6
 
 // More sentinel errors, for namespaces.
 var (
