@@ -88,6 +88,10 @@ func (s *Service) replicateLoop(ctx context.Context) {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	sem := make(chan struct{}, s.cfg.Fetchers)
+	// A fetch frees its slot once the blob is here; its report then waits
+	// for a batch (replicaReports) in one of these slots. Bounded, so that
+	// fetches pause rather than pile up while the leader cannot be reached.
+	reporting := make(chan struct{}, 4*meta.MaxItems)
 	var mu sync.Mutex
 	inflight := map[string]bool{}
 	var wg sync.WaitGroup
@@ -164,7 +168,18 @@ func (s *Service) replicateLoop(ctx context.Context) {
 			wg.Add(1)
 			go func(f *meta.File) {
 				defer wg.Done()
-				err := s.resumeReplica(ctx, f, source, func() { <-sem })
+				reports := false
+				err := s.resumeReplica(ctx, f, source, func() {
+					select {
+					case reporting <- struct{}{}:
+						reports = true
+					case <-ctx.Done():
+					}
+					<-sem
+				})
+				if reports {
+					<-reporting
+				}
 				mu.Lock()
 				delete(inflight, f.Path)
 				mu.Unlock()
