@@ -125,11 +125,12 @@ func (r *resumer) loop(ctx context.Context) {
 	defer tick.Stop()
 	lastScan := time.Time{}
 	for {
-		if time.Since(lastScan) > 5*time.Second {
+		sweep := time.Since(lastScan) > 5*time.Second
+		if sweep {
 			r.adoptHeld()
 			lastScan = time.Now()
 		}
-		r.releaseDue(ctx)
+		r.releaseDue(ctx, sweep)
 		select {
 		case <-ctx.Done():
 			return
@@ -162,7 +163,11 @@ func (r *resumer) adoptHeld() {
 	r.mu.Unlock()
 }
 
-func (r *resumer) releaseDue(ctx context.Context) {
+// releaseDue releases the rights that fall due. Only those are looked up
+// in the catalogue (a right this node no longer holds is forgotten, not
+// released), and every right with sweep: a lookup of every held right at
+// every tick was 7% of a node's CPU under small writes (issue 16).
+func (r *resumer) releaseDue(ctx context.Context, sweep bool) {
 	cfg := r.s.config()
 	r.immediate.Store(cfg.Resume == "immediate")
 	now := time.Now()
@@ -174,16 +179,20 @@ func (r *resumer) releaseDue(ctx context.Context) {
 	var due []job
 	r.mu.Lock()
 	for p, h := range r.held {
-		f := r.s.fsm.File(p)
-		if h.releasing == nil && (f == nil || f.Holder != r.s.self || f.Grant != h.grant) {
+		if h.releasing != nil {
+			continue
+		}
+		isDue := h.busy == 0 && (h.due || cfg.Resume == "immediate" ||
+			cfg.Resume == "idle" && now.Sub(h.lastWrite) >= cfg.ResumeIdle ||
+			cfg.Resume == "reads" && len(h.readers) >= cfg.ResumeReads)
+		if !isDue && !sweep {
+			continue
+		}
+		if f := r.s.fsm.File(p); f == nil || f.Holder != r.s.self || f.Grant != h.grant {
 			delete(r.held, p)
 			continue
 		}
-		switch {
-		case h.busy > 0, h.releasing != nil:
-		case h.due, cfg.Resume == "immediate",
-			cfg.Resume == "idle" && now.Sub(h.lastWrite) >= cfg.ResumeIdle,
-			cfg.Resume == "reads" && len(h.readers) >= cfg.ResumeReads:
+		if isDue {
 			h.releasing = make(chan struct{})
 			due = append(due, job{p, h.grant, h})
 		}
