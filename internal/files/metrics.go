@@ -28,7 +28,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		invalidations: c("invalidations_total", "Invalidations received from the leader."),
 		leaseWaits:    c("lease_waits_total", "Invalidations that had to wait for a node's read lease to expire."),
 		readLeaseWaits: c("read_lease_waits_total",
-			"Reads another node sent here that found this node without a read lease and waited for one (LeaseWait) instead of being sent on."),
+			"Reads that found this node without a read lease and waited for one (LeaseWait): reads another node sent here, and clients' reads it had nowhere else to send."),
 		releases:        c("releases_total", "Write rights released by this node (replication resumed)."),
 		resumed:         c("replicas_resumed_total", "Replicas this node brought up to date."),
 		lostReplicas:    c("replicas_lost_total", "Replicas of current versions found corrupt (quarantined) or missing on this node."),

@@ -24,6 +24,8 @@ func (s *Service) Open(ctx context.Context, path string, o OpenOptions) (*Reader
 	j := s.judgeRead(ctx, path)
 	if o.sentHere() {
 		j = s.judgeSentHere(ctx, path, j, o)
+	} else if j.awaitsOwnLease(s, o) && s.awaitLease(ctx) {
+		j = s.judgeRead(ctx, path)
 	}
 	if o.Explain != nil {
 		o.Explain.Judged = fmt.Sprintf("applied=%d fenced=%v leased=%v lease=%s", j.applied, j.fenced, j.leased, s.cl.LeaseInfo())
@@ -207,6 +209,21 @@ func (s *Service) judgeSentHere(ctx context.Context, path string, j readJudgment
 // node may be the one cut off from the leader.
 func (j *readJudgment) awaitsLease(s *Service, o OpenOptions) bool {
 	return !j.leased && o.sentHere() && !o.Stale && !s.cfg.UnsafeReads
+}
+
+// awaitsOwnLease reports whether a client's read must wait for this
+// node's read lease: without it the node cannot judge the read, and it
+// has no other node to send it to — no file in its state (it cannot
+// answer 404), a version still pending, or no other valid copy. Such a
+// read would fail with ErrNoQuorum at once, though a lease that lapsed
+// for a moment (a slow renewal under load, an election) is back within
+// LeaseWait; so it waits for it, bounded by LeaseWait, and is judged
+// again. A read another holder can answer is still sent there at once.
+func (j *readJudgment) awaitsOwnLease(s *Service, o OpenOptions) bool {
+	if j.leased || j.fenced || o.Stale || s.cfg.UnsafeReads {
+		return false
+	}
+	return j.pending || !j.f.Exists() || s.pickReplica(j.f) == ""
 }
 
 // awaitsFence reports whether a read must wait until this node has

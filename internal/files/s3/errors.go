@@ -120,6 +120,9 @@ func fileError(err error) *Error {
 		if errors.Is(err, files.ErrNoQuorum) {
 			// The file API's message offers ?stale=1, a native API option.
 			msg = "this node cannot confirm its view with the cluster leader right now (no quorum or no read lease); retry, here or on another node"
+			if un.Cause != nil {
+				msg += " (" + un.Cause.Error() + ")"
+			}
 		}
 		return &Error{Code: CodeServiceUnavailable, Status: http.StatusServiceUnavailable, Message: msg, RetryAfter: secs}
 	case errors.Is(err, files.ErrUnavailable), errors.Is(err, files.ErrConflict), errors.Is(err, files.ErrHeldElsewhere):
