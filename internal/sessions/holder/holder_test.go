@@ -86,8 +86,12 @@ func TestAttachSeesScreenThenOutput(t *testing.T) {
 	readUntil(t, a, "ready")
 	a.Close()
 
-	// A second client, later: the first frame is the screen with what was
-	// written before it came.
+	// A second client, later: the first frame is the screen, and with the
+	// frames after it, what was written before it came. The emulator
+	// applies the output behind the clients (screen.go): the screen is as
+	// far as it got, and the output it has not applied yet follows it —
+	// under load, "ready" or all of it. The program waits for input
+	// meanwhile, so every frame until then is the snapshot's.
 	b, err := Attach(ctx, dir, Size{Cols: 30, Rows: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +101,12 @@ func TestAttachSeesScreenThenOutput(t *testing.T) {
 	if err != nil || typ != FrameScreen {
 		t.Fatalf("first frame %q %v", typ, err)
 	}
-	if !strings.Contains(string(p), "65534") || !strings.Contains(string(p), "ready") {
-		t.Fatalf("screen %q lacks the uid and 'ready'", p)
+	snap := string(p)
+	if !strings.Contains(snap, "ready") {
+		snap += readUntil(t, b, "ready")
+	}
+	if !strings.Contains(snap, "65534") {
+		t.Fatalf("screen and the output after it %q lack the uid", snap)
 	}
 	if err := b.Input([]byte("hello\r")); err != nil {
 		t.Fatal(err)
@@ -110,12 +118,21 @@ func TestAttachSeesScreenThenOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	st, err := c.Status(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Clients != 1 || st.Size != (Size{Cols: 30, Rows: 8}) {
-		t.Fatalf("status %+v: want one client of 30x8 (the smallest wins)", st)
+	// The first client's leaving is seen when the holder reads its
+	// connection's end: a moment after Close.
+	var st Status
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if st, err = c.Status(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st.Clients == 1 && st.Size == (Size{Cols: 30, Rows: 8}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status %+v: want one client of 30x8 (the smallest wins)", st)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if err := c.Kill("test"); err != nil {
 		t.Fatal(err)
