@@ -158,6 +158,37 @@ func TestFrontOnMainPort(t *testing.T) {
 		}
 	})
 
+	// The front keeps each version's head (all but the Date): a new version
+	// of the same size at the same path must get its own, never the one
+	// kept for the path.
+	t.Run("the head follows the version", func(t *testing.T) {
+		get := "GET /files/front/same HTTP/1.1\r\nHost: x\r\n\r\n"
+		var prev frontResponse
+		for i, fill := range []byte{'a', 'b', 'c'} {
+			body := strings.Repeat(string(fill), 4<<10)
+			put(t, cl, "front/same", body)
+			before := frontServed(t, c, 0)
+			fast := frontGet(t, addr, get)
+			again := frontGet(t, addr, get) // from the kept head
+			expectServed(t, c, 0, before+2, "two plain reads")
+			slow := frontGet(t, addr, "GET /files/front/same HTTP/1.1\r\nHost: x\r\nX-Other: 1\r\n\r\n")
+			for _, r := range []frontResponse{fast, again} {
+				if r.StatusCode != 200 || string(r.body) != body {
+					t.Fatalf("version %d: %d, %d bytes", i, r.StatusCode, len(r.body))
+				}
+				for _, k := range []string{"Etag", "X-Mure-Version", "X-Mure-Sha256", "Last-Modified", "Content-Length"} {
+					if r.Header.Get(k) != slow.Header.Get(k) {
+						t.Errorf("version %d: header %s: front %q, net/http %q", i, k, r.Header.Get(k), slow.Header.Get(k))
+					}
+				}
+			}
+			if i > 0 && fast.Header.Get("Etag") == prev.Header.Get("Etag") {
+				t.Fatalf("version %d answered with the previous version's Etag %s", i, prev.Header.Get("Etag"))
+			}
+			prev = fast
+		}
+	})
+
 	t.Run("a read after a write elsewhere", func(t *testing.T) {
 		for i := range 5 {
 			v := strings.Repeat("v", i+1)

@@ -120,7 +120,7 @@ func (s *Service) openLocal(f *meta.File, o OpenOptions) *Reader {
 		s.openFailed(f, err)
 		return nil
 	}
-	rd := &Reader{info: infoOf(f), s: s, f: f, b: b, node: s.self, holder: f.Holder == s.self}
+	rd := &Reader{s: s, f: f, b: b, node: s.self, holder: f.Holder == s.self}
 	rd.setRange(o.Offset, o.Length)
 	s.metrics.localReads.Inc()
 	if o.Client != "" {

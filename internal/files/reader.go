@@ -21,7 +21,7 @@ import (
 // error wrapping store.ErrChecksum, never with wrong bytes, and the
 // replica is reported lost.
 type Reader struct {
-	info   Info
+	info   Info // of a local read: made from f at the first Info
 	s      *Service
 	node   string // the node whose copy is read
 	holder bool   // this node holds the file's write right
@@ -40,7 +40,24 @@ type Reader struct {
 }
 
 // Info describes the version being read.
-func (r *Reader) Info() Info { return r.info }
+func (r *Reader) Info() Info {
+	if r.info.Path == "" && r.f != nil {
+		r.info = infoOf(r.f) // hex digests and attributes: only when asked
+	}
+	return r.info
+}
+
+// Identity names the version being read: its path, its version (the raft
+// index of the write that made it) and its blob ("" for a forwarded
+// read). Two local reads with the same identity have the same Info, so a
+// face may keep what it derives from an Info under it (never under the
+// path alone).
+func (r *Reader) Identity() (path string, version uint64, blob string) {
+	if r.f != nil {
+		return r.f.Path, r.f.Version, r.f.BlobID
+	}
+	return r.info.Path, r.info.Version, ""
+}
 
 // Node is the ID of the node whose copy is read.
 func (r *Reader) Node() string { return r.node }
@@ -189,7 +206,7 @@ func (r *Reader) Holding() bool { return r.holder }
 // resumption policy (a no-op unless this node holds the write right).
 func (r *Reader) ReadBy(client string) {
 	if r.holder {
-		r.s.resumer.read(r.info.Path, r.f.Grant, client)
+		r.s.resumer.read(r.f.Path, r.f.Grant, client)
 	}
 }
 

@@ -68,10 +68,10 @@ func putType(r *http.Request) (string, bool) {
 	return v, true
 }
 
-// appendAttrHead is appendHead for a file with attributes: its headers
-// among the others in net/http's order (sorted by name) and written as
-// net/http writes them (values trimmed).
-func (f *Front) appendAttrHead(b []byte, info files.Info, size int64, closing bool) []byte {
+// attrHead is plainHead for a file with attributes: its headers among the
+// others in net/http's order (sorted by name) and written as net/http
+// writes them (values trimmed).
+func (f *Front) attrHead(info files.Info, size int64) (pre, post []byte) {
 	header := func(b []byte, name, value string) []byte {
 		if value == "" {
 			return b
@@ -81,17 +81,16 @@ func (f *Front) appendAttrHead(b []byte, info files.Info, size int64, closing bo
 		b = append(b, ": "...)
 		return append(b, textproto.TrimString(value)...)
 	}
-	b = append(b, "HTTP/1.1 200 OK\r\nAccept-Ranges: bytes"...)
+	pre = append(pre, "HTTP/1.1 200 OK\r\nAccept-Ranges: bytes"...)
 	for _, name := range [...]string{"Cache-Control", "Content-Disposition", "Content-Encoding", "Content-Language"} { // sorted before Content-Length
-		b = header(b, name, info.Headers[name])
+		pre = header(pre, name, info.Headers[name])
 	}
-	b = append(b, "\r\nContent-Length: "...)
-	b = strconv.AppendInt(b, size, 10)
-	b = header(b, "Content-Type", contentType(&info))
-	b = append(b, "\r\nDate: "...)
-	b = appendDate(b)
-	b = append(b, "\r\nEtag: "...)
-	b = append(b, info.ETag...)
-	b = header(b, "Expires", info.Headers["Expires"])
-	return f.appendTail(b, info, closing)
+	pre = append(pre, "\r\nContent-Length: "...)
+	pre = strconv.AppendInt(pre, size, 10)
+	pre = header(pre, "Content-Type", contentType(&info))
+	pre = append(pre, "\r\nDate: "...)
+	post = append(post, "\r\nEtag: "...)
+	post = append(post, info.ETag...)
+	post = header(post, "Expires", info.Headers["Expires"])
+	return pre, f.appendTail(post, info)
 }

@@ -72,6 +72,7 @@ type Front struct {
 	shut  bool
 
 	served, refused atomic.Uint64
+	heads           *headCache
 }
 
 // NewFront returns a front on ln answering plain reads for h; serve the
@@ -83,7 +84,7 @@ func (h *Handler) NewFront(ln net.Listener, o FrontOptions) *Front {
 	if o.HeaderTimeout <= 0 {
 		o.HeaderTimeout = 10 * time.Second
 	}
-	f := &Front{inner: ln, h: h, o: o, handoff: make(chan net.Conn), done: make(chan struct{}), conns: map[net.Conn]bool{}}
+	f := &Front{inner: ln, h: h, o: o, handoff: make(chan net.Conn), done: make(chan struct{}), conns: map[net.Conn]bool{}, heads: newHeadCache()}
 	f.open = func(ctx context.Context, key string) (*files.Reader, error) {
 		return h.svc.Open(ctx, key, files.OpenOptions{Probe: true})
 	}
@@ -189,8 +190,15 @@ func (f *Front) serveConn(c net.Conn) {
 		br.Reset(nil)
 		frontReaders.Put(br)
 	}()
+	var idleSince time.Time // when the idle deadline was last set; zero: not set
 	for {
-		_ = c.SetReadDeadline(time.Now().Add(f.o.IdleTimeout))
+		// A deadline set is timer work: the idle one is moved only once an
+		// eighth of it has passed, so a connection idles at least 7/8 of
+		// IdleTimeout, at most all of it.
+		if now := time.Now(); now.Sub(idleSince) > f.o.IdleTimeout/8 {
+			_ = c.SetReadDeadline(now.Add(f.o.IdleTimeout))
+			idleSince = now
+		}
 		if _, err := br.Peek(1); err != nil {
 			f.drop(c)
 			return
@@ -199,7 +207,7 @@ func (f *Front) serveConn(c net.Conn) {
 			f.drop(c)
 			return
 		}
-		h, verdict := f.readHead(c, br)
+		h, verdict := f.readHead(c, br, &idleSince)
 		switch verdict {
 		case headIncomplete:
 			f.drop(c) // the client went away or was too slow
@@ -241,8 +249,9 @@ func (f *Front) serveConn(c net.Conn) {
 
 // readHead reads until a whole head is buffered or judged not ours. The
 // head usually comes in the read that ended the idle wait; only a head in
-// pieces gets a deadline of its own (HeaderTimeout, as net/http's).
-func (f *Front) readHead(c net.Conn, br *bufio.Reader) (frontHead, headVerdict) {
+// pieces gets a deadline of its own (HeaderTimeout, as net/http's), which
+// then clears *idleSince (the idle deadline is no longer set).
+func (f *Front) readHead(c net.Conn, br *bufio.Reader, idleSince *time.Time) (frontHead, headVerdict) {
 	for first := true; ; first = false {
 		b, _ := br.Peek(br.Buffered())
 		h, v := parseHead(b)
@@ -254,6 +263,7 @@ func (f *Front) readHead(c net.Conn, br *bufio.Reader) (frontHead, headVerdict) 
 		}
 		if first {
 			_ = c.SetReadDeadline(time.Now().Add(f.o.HeaderTimeout))
+			*idleSince = time.Time{}
 		}
 		if _, err := br.Peek(br.Buffered() + 1); err != nil {
 			if br.Buffered() > 0 && !errors.Is(err, io.EOF) && !isTimeout(err) {
@@ -343,12 +353,11 @@ func (c *replayConn) ReadFrom(r io.Reader) (int64, error) {
 
 // answer writes the response to h from rd, and closes rd.
 func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader) error {
-	info := rd.Info()
 	data := rd.Bytes()
 	size := rd.Length()
 	buf := frontBufs.Get().(*[]byte)
 	defer frontBufs.Put(buf)
-	b := f.appendHead((*buf)[:0], info, size, h.close)
+	b := f.appendHead((*buf)[:0], rd, size, h.close)
 	body := h.get
 	tc := tcpOf(c)
 	sf, off := rd.Section()
@@ -382,7 +391,7 @@ func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader) error {
 		}
 	}
 	if h.get {
-		f.h.svc.Metrics().Sent(info.Size)
+		f.h.svc.Metrics().Sent(size)
 	}
 	if rd.Holding() {
 		client := h.client
@@ -422,24 +431,21 @@ func tcpOf(c net.Conn) *net.TCPConn {
 
 var frontBufs = sync.Pool{New: func() any { b := make([]byte, 0, 65<<10); return &b }}
 
-// appendHead appends the status line and headers of a whole-file answer,
-// the same as the main handler's (serve).
-func (f *Front) appendHead(b []byte, info files.Info, size int64, closing bool) []byte {
-	if hasAttrs(&info) {
-		return f.appendAttrHead(b, info, size, closing)
-	}
-	b = append(b, "HTTP/1.1 200 OK\r\nAccept-Ranges: bytes\r\nContent-Length: "...)
-	b = strconv.AppendInt(b, size, 10)
-	b = append(b, "\r\nContent-Type: application/octet-stream\r\nDate: "...)
-	b = appendDate(b)
-	b = append(b, "\r\nEtag: "...)
-	b = append(b, info.ETag...)
-	return f.appendTail(b, info, closing)
+// plainHead formats the head of a whole-file answer of a file without
+// attributes, the same as the main handler's (serve), cut around the Date
+// value (headCache).
+func (f *Front) plainHead(info files.Info, size int64) (pre, post []byte) {
+	pre = append(pre, "HTTP/1.1 200 OK\r\nAccept-Ranges: bytes\r\nContent-Length: "...)
+	pre = strconv.AppendInt(pre, size, 10)
+	pre = append(pre, "\r\nContent-Type: application/octet-stream\r\nDate: "...)
+	post = append(post, "\r\nEtag: "...)
+	post = append(post, info.ETag...)
+	return pre, f.appendTail(post, info)
 }
 
 // appendTail appends the headers after the ETag, the same for every
-// answer.
-func (f *Front) appendTail(b []byte, info files.Info, closing bool) []byte {
+// answer, without the head's final CRLF.
+func (f *Front) appendTail(b []byte, info files.Info) []byte {
 	b = append(b, "\r\nLast-Modified: "...)
 	b = info.Modified.UTC().AppendFormat(b, http.TimeFormat)
 	b = append(b, "\r\nX-Mure-Node: "...)
@@ -447,11 +453,7 @@ func (f *Front) appendTail(b []byte, info files.Info, closing bool) []byte {
 	b = append(b, "\r\nX-Mure-Sha256: "...)
 	b = append(b, info.SHA256...)
 	b = append(b, "\r\nX-Mure-Version: "...)
-	b = strconv.AppendUint(b, info.Version, 10)
-	if closing {
-		b = append(b, "\r\nConnection: close"...)
-	}
-	return append(b, "\r\n\r\n"...)
+	return strconv.AppendUint(b, info.Version, 10)
 }
 
 // The Date header, formatted once a second.
