@@ -26,17 +26,25 @@ type replicaReports struct {
 
 type replicaReport struct {
 	item meta.Item
-	done chan error // buffered: the sender never blocks on it
+	done chan reportOutcome // buffered: the sender never blocks on it
+}
+
+// reportOutcome is what became of one report: err if the cluster could
+// not be reached; else accepted unless the state machine refused it (a
+// stale version, a suspended file).
+type reportOutcome struct {
+	accepted bool
+	err      error
 }
 
 // report applies a Replica report of f's version by this node, in a
-// batch with others, and returns once this node has applied it (or the
-// cluster could not be reached: the error). Whether the copy became
-// valid is read from the state after: a stale version is not an error.
+// batch with others, and returns once this node has applied it: whether
+// the state machine accepted it (a stale version is refused, not an
+// error), or the error if the cluster could not be reached.
 // ctx is the replication worker's: a batch started by this call is
 // applied under it, also for the reports queued behind this one.
-func (b *replicaReports) report(ctx context.Context, f *meta.File) error {
-	r := &replicaReport{item: meta.Item{Path: f.Path, Version: f.Version}, done: make(chan error, 1)}
+func (b *replicaReports) report(ctx context.Context, f *meta.File) (bool, error) {
+	r := &replicaReport{item: meta.Item{Path: f.Path, Version: f.Version}, done: make(chan reportOutcome, 1)}
 	b.mu.Lock()
 	b.q = append(b.q, r)
 	start := !b.sending
@@ -46,10 +54,10 @@ func (b *replicaReports) report(ctx context.Context, f *meta.File) error {
 		go b.drain(ctx)
 	}
 	select {
-	case err := <-r.done:
-		return err
+	case o := <-r.done:
+		return o.accepted, o.err
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }
 
@@ -74,32 +82,43 @@ func (b *replicaReports) drain(ctx context.Context) {
 		for i, r := range batch {
 			items[i] = r.item
 		}
-		errs := b.apply(ctx, items)
+		outs := b.apply(ctx, items)
 		for i, r := range batch {
-			r.done <- errs[i]
+			r.done <- outs[i]
 		}
 	}
 }
 
 // apply commits items as one Replicas entry, or one Replica entry each
 // for a single item or while a voter is older than core v5.
-func (b *replicaReports) apply(ctx context.Context, items []meta.Item) []error {
-	errs := make([]error, len(items))
+func (b *replicaReports) apply(ctx context.Context, items []meta.Item) []reportOutcome {
+	outs := make([]reportOutcome, len(items))
 	if len(items) > 1 {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_, err := b.s.cl.Apply(cctx, meta.Command{Kind: meta.KindReplicas, Node: b.s.self, Items: items})
+		res, err := b.s.cl.Apply(cctx, meta.Command{Kind: meta.KindReplicas, Node: b.s.self, Items: items})
 		cancel()
+		if err == nil && res.Err != nil {
+			err = res.Err
+		}
 		if !errors.Is(err, meta.ErrUnsupported) {
-			for i := range errs {
-				errs[i] = err
+			for i := range outs {
+				outs[i] = reportOutcome{accepted: err == nil, err: err}
 			}
-			return errs
+			if err == nil {
+				for _, i := range res.Refused {
+					if i >= 0 && i < len(outs) {
+						outs[i].accepted = false
+					}
+				}
+			}
+			return outs
 		}
 	}
 	for i, it := range items {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_, errs[i] = b.s.cl.Apply(cctx, meta.Command{Kind: meta.KindReplica, Path: it.Path, Version: it.Version, Node: b.s.self})
+		res, err := b.s.cl.Apply(cctx, meta.Command{Kind: meta.KindReplica, Path: it.Path, Version: it.Version, Node: b.s.self})
 		cancel()
+		outs[i] = reportOutcome{accepted: err == nil && res.Err == nil, err: err}
 	}
-	return errs
+	return outs
 }

@@ -28,7 +28,7 @@ func (c *fakeCluster) entries() int {
 // Rights that fall due together are released by one Releases entry, and
 // the copies fetched together reported by one Replicas entry (core v5);
 // with a voter older than v5, one Release and one Replica per file, with
-// the same outcome.
+// the same outcome; a stale report is refused alone.
 func TestBatchedReleasesAndReplicas(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -36,7 +36,7 @@ func TestBatchedReleasesAndReplicas(t *testing.T) {
 		want map[string]int
 	}{
 		{"core v5", false, map[string]int{"releases": 1, "replicas": 1}},
-		{"a voter older than v5", true, map[string]int{"release": 3, "replica": 3}},
+		{"a voter older than v5", true, map[string]int{"release": 3, "replica": 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newFakeCluster(t, "a", "b")
@@ -72,9 +72,11 @@ func TestBatchedReleasesAndReplicas(t *testing.T) {
 			for _, f := range files {
 				items = append(items, meta.Item{Path: f.Path, Version: f.Version})
 			}
-			for i, err := range b.reports.apply(ctx, items) {
-				if err != nil {
-					t.Fatalf("report %d: %v", i, err)
+			items = append(items, meta.Item{Path: files[0].Path, Version: files[0].Version + 1}) // stale: refused
+			outs := b.reports.apply(ctx, items)
+			for i, o := range outs {
+				if o.err != nil || o.accepted != (i < len(files)) {
+					t.Fatalf("report %d: accepted %v, %v; want accepted %v", i, o.accepted, o.err, i < len(files))
 				}
 			}
 			for _, f := range files {
@@ -111,7 +113,13 @@ func TestReplicaReportsQueue(t *testing.T) {
 	ctx := context.Background()
 	errs := make(chan error, len(files))
 	for _, f := range files {
-		go func() { errs <- b.reports.report(ctx, f) }()
+		go func() {
+			accepted, err := b.reports.report(ctx, f)
+			if err == nil && !accepted {
+				err = fmt.Errorf("report of %s refused", f.Path)
+			}
+			errs <- err
+		}()
 	}
 	queued := func() int {
 		b.reports.mu.Lock()

@@ -230,10 +230,11 @@ func (s *Service) resumeReplica(ctx context.Context, f *meta.File, source string
 	if err != nil {
 		return err
 	}
-	if err := s.reports.report(ctx, f); err != nil {
+	accepted, err := s.reports.report(ctx, f)
+	if err != nil {
 		return err
 	}
-	if now := s.fsm.File(f.Path); now != nil && now.Version == f.Version && now.IsValidOn(s.self) {
+	if accepted {
 		s.metrics.resumed.Inc()
 		if s.hot.wants(f.Path) && !f.IsValidOn(s.self) {
 			s.hot.added.Add(1)

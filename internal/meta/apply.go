@@ -20,7 +20,7 @@ func (s *State) Apply(idx uint64, c Command) *Result {
 	case KindReplica:
 		r.File, r.Err = s.replica(c)
 	case KindReplicas, KindReleases, KindSettles:
-		r.Err = s.batch(c)
+		r.Refused, r.Err = s.batch(c)
 	case KindDrop:
 		r.File, r.Err = s.drop(c)
 	case KindDelete:
@@ -222,26 +222,30 @@ func (s *State) replica(c Command) (*File, error) {
 
 // batch applies a Replicas, Releases or Settles command: each item as
 // the single command would be; items refused are left as they are.
-func (s *State) batch(c Command) error {
+func (s *State) batch(c Command) (refused []int, err error) {
 	if c.Node == "" && c.Kind != KindSettles || len(c.Items) == 0 || len(c.Items) > MaxItems {
-		return fmt.Errorf("%w: %s needs 1 to %d items (and a node, but for settles)", ErrBadCommand, c.Kind, MaxItems)
+		return nil, fmt.Errorf("%w: %s needs 1 to %d items (and a node, but for settles)", ErrBadCommand, c.Kind, MaxItems)
 	}
 	for _, it := range c.Items {
 		if it.Path == "" {
-			return fmt.Errorf("%w: %s item without a path", ErrBadCommand, c.Kind)
+			return nil, fmt.Errorf("%w: %s item without a path", ErrBadCommand, c.Kind)
 		}
 	}
-	for _, it := range c.Items {
+	for i, it := range c.Items {
+		var err error
 		switch c.Kind {
 		case KindReleases:
-			_, _ = s.release(Command{Kind: KindRelease, Path: it.Path, Node: c.Node, Grant: it.Grant})
+			_, err = s.release(Command{Kind: KindRelease, Path: it.Path, Node: c.Node, Grant: it.Grant})
 		case KindReplicas:
-			_, _ = s.replica(Command{Kind: KindReplica, Path: it.Path, Node: c.Node, Version: it.Version})
+			_, err = s.replica(Command{Kind: KindReplica, Path: it.Path, Node: c.Node, Version: it.Version})
 		case KindSettles:
-			_, _ = s.settle(Command{Kind: KindSettle, Path: it.Path, Version: it.Version})
+			_, err = s.settle(Command{Kind: KindSettle, Path: it.Path, Version: it.Version})
+		}
+		if err != nil {
+			refused = append(refused, i)
 		}
 	}
-	return nil
+	return refused, nil
 }
 
 // drop removes a node from the valid set of the current version. No

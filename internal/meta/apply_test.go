@@ -1033,15 +1033,17 @@ func TestPendingInheritsUnfenced(t *testing.T) {
 // refused whole.
 func TestBatchCommands(t *testing.T) {
 	h := newHarness(t, "a", "b", "c")
-	x, y := h.write("x", "a"), h.write("y", "a")
+	// x and y written and still held by a; z held with a write in progress.
+	gx, gy := h.acquire("x", "a"), h.acquire("y", "a")
+	x, y := h.commit("x", "a", gx).File, h.commit("y", "a", gy).File
 	gz := h.acquire("z", "a")
 	h.commit("z", "a", gz)
 	zBefore := h.s.File("z")
 
-	// x and y are released; z is still held (suspended), w does not exist.
+	// x and y are released; z stays held (suspended); w does not exist.
 	r := h.apply(Command{Kind: KindReleases, Node: "a", Items: []Item{{Path: "x", Grant: x.Grant}, {Path: "y", Grant: y.Grant}, {Path: "w", Grant: 9}}})
-	if r.Err != nil || r.File != nil {
-		t.Fatalf("releases: err %v, file %v", r.Err, r.File)
+	if r.Err != nil || r.File != nil || !slices.Equal(r.Refused, []int{2}) {
+		t.Fatalf("releases: err %v, file %v, refused %v (want [2])", r.Err, r.File, r.Refused)
 	}
 	for _, p := range []string{"x", "y"} {
 		if f := h.s.File(p); f.Holder != "" || f.Suspended() {
@@ -1058,8 +1060,8 @@ func TestBatchCommands(t *testing.T) {
 		{Path: "z", Version: zBefore.Version}, // suspended: unchanged
 		{Path: "x", Version: x.Version},       // again: idempotent
 	}})
-	if r.Err != nil {
-		t.Fatalf("replicas: %v", r.Err)
+	if r.Err != nil || !slices.Equal(r.Refused, []int{1, 2}) {
+		t.Fatalf("replicas: %v, refused %v (want [1 2])", r.Err, r.Refused)
 	}
 	if got := h.s.File("x").Valid; !slices.Equal(got, []string{"a", "c"}) {
 		t.Fatalf("x valid on %v, want [a c]", got)
@@ -1105,8 +1107,8 @@ func TestSettlesCommand(t *testing.T) {
 		t.Fatalf("commits not pending: x %v, y %v", x.Pending, y.Pending)
 	}
 	r := h.apply(Command{Kind: KindSettles, Items: []Item{{Path: "x", Version: x.Version}, {Path: "y", Version: y.Version + 1}}})
-	if r.Err != nil {
-		t.Fatal(r.Err)
+	if r.Err != nil || !slices.Equal(r.Refused, []int{1}) {
+		t.Fatalf("settles: %v, refused %v (want [1])", r.Err, r.Refused)
 	}
 	if h.s.File("x").Pending {
 		t.Fatal("x still pending")

@@ -50,9 +50,9 @@ const (
 // many files in one entry (Items): a node reports the copies it fetched,
 // or releases the rights that fell due, together. Each item is applied
 // exactly as its own command would be, in order; an item's refusal
-// (ErrStale, ErrNotHolder...) does not affect the others, so the batch's
-// Result has no File and no Err of its own unless the command itself is
-// malformed (docs/decisions/0051-replicas-and-releases-batched.md).
+// (ErrStale, ErrNotHolder...) does not affect the others: the batch's
+// Result lists the refused items (Refused) and has no File, and no Err of
+// its own unless the command itself is malformed (docs/decisions/0051-replicas-and-releases-batched.md).
 const (
 	KindReplicas Kind = "replicas"
 	KindReleases Kind = "releases"
@@ -173,6 +173,10 @@ type Result struct {
 	// Version is then the version that write produced.
 	Duplicate bool   `json:"duplicate,omitempty"`
 	Version   uint64 `json:"version,omitempty"`
+	// Refused lists, for a batch command (Replicas, Releases, Settles),
+	// the indices of the items refused (stale, not the holder...), which
+	// changed nothing.
+	Refused []int `json:"refused,omitempty"`
 	// Data is a part's answer to an op, in the part's own encoding (nil
 	// for core commands); it crosses the wire as it is.
 	Data json.RawMessage `json:"data,omitempty"`
