@@ -167,6 +167,7 @@ func main() {
 	config := flag.String("config", "", "the config whose runs the charts draw (default: the last line's)")
 	base := flag.String("base", "", "the tuning table's baseline config (default: the first run's)")
 	knee := flag.Float64("knee", 500, "p99 in ms beyond which a step is past the knee")
+	since := flag.String("since", "", "003-tuning.svg draws only the runs started at or after this date (e.g. 2026-11-26T00:18)")
 	flag.Parse()
 	if err := charts(*in, *img, *config); err != nil {
 		fmt.Fprintln(os.Stderr, "003chart:", err)
@@ -175,7 +176,7 @@ func main() {
 	if *tuning == "" {
 		return
 	}
-	if err := tuningChart(*tuning, *img, *knee); err != nil {
+	if err := tuningChart(*tuning, *img, *knee, *since); err != nil {
 		fmt.Fprintln(os.Stderr, "003chart:", err)
 		os.Exit(1)
 	}
@@ -358,7 +359,7 @@ func table(file, base string, kneeMS float64) error {
 // tuningChart draws the latest run of each config of the tuning file: p99
 // and req/s of the random requests against offered load, a line per config,
 // and the knee's threshold dashed.
-func tuningChart(file, img string, kneeMS float64) error {
+func tuningChart(file, img string, kneeMS float64, since string) error {
 	runs, err := read(file)
 	if err != nil {
 		return err
@@ -366,6 +367,9 @@ func tuningChart(file, img string, kneeMS float64) error {
 	var order []string
 	latest := map[string]*run{}
 	for _, r := range runs {
+		if r.steps[0].date < since {
+			continue
+		}
 		k := r.config + " bypass=" + r.bypass
 		if latest[k] == nil {
 			order = append(order, k)
@@ -386,10 +390,10 @@ func tuningChart(file, img string, kneeMS float64) error {
 		return strings.Join(f, " ")
 	}
 	p99, rps := plot.New(), plot.New()
-	p99.Title.Text, rps.Title.Text = "all requests: p99", "all requests: req/s (2xx/3xx)"
+	p99.Title.Text, rps.Title.Text = "all requests: p99", "all requests: req/s (2xx/3xx, log)"
 	p99.Y.Label.Text, rps.Y.Label.Text = "p99 (ms, log)", "req/s"
 	p99.Y.Scale, p99.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-	rps.Y.Min = 0
+	rps.Y.Scale, rps.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	var ticks []plot.Tick
 	for i, k := range order {
 		r := latest[k]
@@ -430,15 +434,6 @@ func tuningChart(file, img string, kneeMS float64) error {
 		p.Add(plotter.NewGrid())
 	}
 	p99.Y.Max *= 30
-	rps.Y.Max *= 1.8
-	rps.Y.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
-		ts := plot.DefaultTicks{}.Ticks(min, max)
-		for i := range ts {
-			if ts[i].Label != "" {
-				ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
-			}
-		}
-		return ts
-	})
+	rps.Y.Max *= 30
 	return save(filepath.Join(img, "003-tuning.svg"), "paper 003's tuning on mure's knobs: "+strings.Join(common, " "), []*plot.Plot{p99, rps})
 }
