@@ -68,8 +68,8 @@ type Front struct {
 	stop     sync.Once
 
 	mu    sync.Mutex
-	conns map[net.Conn]bool // held here; true while idle between requests
-	shut  bool
+	conns map[net.Conn]*atomic.Int32 // held here, each with its connState
+	shut  atomic.Bool
 
 	served, refused atomic.Uint64
 	heads           *headCache
@@ -84,7 +84,7 @@ func (h *Handler) NewFront(ln net.Listener, o FrontOptions) *Front {
 	if o.HeaderTimeout <= 0 {
 		o.HeaderTimeout = 10 * time.Second
 	}
-	f := &Front{inner: ln, h: h, o: o, handoff: make(chan net.Conn), done: make(chan struct{}), conns: map[net.Conn]bool{}, heads: newHeadCache()}
+	f := &Front{inner: ln, h: h, o: o, handoff: make(chan net.Conn), done: make(chan struct{}), conns: map[net.Conn]*atomic.Int32{}, heads: newHeadCache()}
 	f.open = func(ctx context.Context, key string) (*files.Reader, error) {
 		return h.svc.Open(ctx, key, files.OpenOptions{Probe: true})
 	}
@@ -107,9 +107,9 @@ func (f *Front) Accept() (net.Conn, error) {
 func (f *Front) Close() error {
 	err := f.inner.Close()
 	f.mu.Lock()
-	f.shut = true
-	for c, idle := range f.conns {
-		if idle {
+	f.shut.Store(true)
+	for c, st := range f.conns {
+		if st.CompareAndSwap(connIdle, connClosed) {
 			c.Close()
 		}
 	}
@@ -154,23 +154,44 @@ func (f *Front) acceptLoop() {
 			f.finish(err)
 			return
 		}
-		if !f.track(c, true) {
+		st := f.track(c)
+		if st == nil {
 			c.Close()
 			continue
 		}
-		go f.serveConn(c)
+		go f.serveConn(c, st)
 	}
 }
 
-// track records c as held (idle or not); false once the front is closed.
-func (f *Front) track(c net.Conn, idle bool) bool {
+// A held connection's state: idle between requests (Close may close
+// it), busy answering one, or closed by Close. Its goroutine moves it
+// between idle and busy with atomics: the front's lock and map are
+// touched once per connection, not twice per request.
+const (
+	connIdle int32 = iota
+	connBusy
+	connClosed
+)
+
+// track records c as held and idle; nil once the front is closed.
+func (f *Front) track(c net.Conn) *atomic.Int32 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.shut {
-		return false
+	if f.shut.Load() {
+		return nil
 	}
-	f.conns[c] = idle
-	return true
+	st := new(atomic.Int32) // connIdle
+	f.conns[c] = st
+	return st
+}
+
+// idle marks c idle after a request; false when the front is closing
+// (the caller drops c). Close sets shut before it looks for idle
+// connections, and this marks c idle before it looks at shut: one of
+// the two sees the other.
+func (f *Front) idle(st *atomic.Int32) bool {
+	st.Store(connIdle)
+	return !f.shut.Load()
 }
 
 func (f *Front) untrack(c net.Conn) {
@@ -183,7 +204,7 @@ var frontReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, m
 
 // serveConn answers plain reads on c until the client closes, or a
 // request the front does not answer hands c to net/http.
-func (f *Front) serveConn(c net.Conn) {
+func (f *Front) serveConn(c net.Conn, st *atomic.Int32) {
 	br := frontReaders.Get().(*bufio.Reader)
 	br.Reset(c)
 	defer func() {
@@ -191,6 +212,7 @@ func (f *Front) serveConn(c net.Conn) {
 		frontReaders.Put(br)
 	}()
 	var idleSince time.Time // when the idle deadline was last set; zero: not set
+	var memo headMemo
 	for {
 		// A deadline set is timer work: the idle one is moved only once an
 		// eighth of it has passed, so a connection idles at least 7/8 of
@@ -203,11 +225,11 @@ func (f *Front) serveConn(c net.Conn) {
 			f.drop(c)
 			return
 		}
-		if !f.track(c, false) {
+		if !st.CompareAndSwap(connIdle, connBusy) { // Close closed it
 			f.drop(c)
 			return
 		}
-		h, verdict := f.readHead(c, br, &idleSince)
+		h, verdict := f.readHead(c, br, &idleSince, &memo)
 		switch verdict {
 		case headIncomplete:
 			f.drop(c) // the client went away or was too slow
@@ -240,7 +262,7 @@ func (f *Front) serveConn(c net.Conn) {
 			f.drop(c)
 			return
 		}
-		if !f.track(c, true) {
+		if !f.idle(st) {
 			f.drop(c)
 			return
 		}
@@ -251,10 +273,10 @@ func (f *Front) serveConn(c net.Conn) {
 // head usually comes in the read that ended the idle wait; only a head in
 // pieces gets a deadline of its own (HeaderTimeout, as net/http's), which
 // then clears *idleSince (the idle deadline is no longer set).
-func (f *Front) readHead(c net.Conn, br *bufio.Reader, idleSince *time.Time) (frontHead, headVerdict) {
+func (f *Front) readHead(c net.Conn, br *bufio.Reader, idleSince *time.Time, memo *headMemo) (frontHead, headVerdict) {
 	for first := true; ; first = false {
 		b, _ := br.Peek(br.Buffered())
-		h, v := parseHead(b)
+		h, v := parseHeadMemo(b, memo)
 		if v != headIncomplete {
 			return h, v
 		}

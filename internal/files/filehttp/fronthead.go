@@ -39,8 +39,21 @@ type frontHead struct {
 	n      int    // bytes of the head, final CRLF CRLF included
 }
 
+// headMemo keeps, for one connection, the strings its last request
+// parsed into: a client sends the same credential on every request of a
+// connection, and often the same path, and the front then reuses them
+// instead of allocating and checking them again.
+type headMemo struct {
+	target, key string // the request target's raw bytes and its key
+	auth        string
+}
+
 // parseHead parses the request head at the start of b.
-func parseHead(b []byte) (frontHead, headVerdict) {
+func parseHead(b []byte) (frontHead, headVerdict) { return parseHeadMemo(b, nil) }
+
+// parseHeadMemo is parseHead reusing (and updating) m's strings when the
+// head repeats them; m may be nil.
+func parseHeadMemo(b []byte, m *headMemo) (frontHead, headVerdict) {
 	var h frontHead
 	end := bytes.Index(b, []byte("\r\n\r\n"))
 	scan := b
@@ -64,7 +77,7 @@ func parseHead(b []byte) (frontHead, headVerdict) {
 		return h, headHandOver
 	}
 	first, rest, _ := bytes.Cut(b[:end], []byte("\r\n"))
-	if !h.requestLine(first) {
+	if !h.requestLine(first, m) {
 		return h, headHandOver
 	}
 	hosts, auths, conns := 0, 0, 0
@@ -86,7 +99,15 @@ func parseHead(b []byte) (frontHead, headVerdict) {
 			}
 		case "authorization":
 			auths++
-			h.auth = string(value)
+			switch {
+			case m == nil:
+				h.auth = string(value)
+			case string(value) == m.auth: // no allocation
+				h.auth = m.auth
+			default:
+				h.auth = string(value)
+				m.auth = h.auth
+			}
 		case "connection":
 			conns++
 			switch {
@@ -111,7 +132,7 @@ func parseHead(b []byte) (frontHead, headVerdict) {
 }
 
 // requestLine parses "GET /files/KEY HTTP/1.1" (or HEAD) into h.
-func (h *frontHead) requestLine(line []byte) bool {
+func (h *frontHead) requestLine(line []byte, m *headMemo) bool {
 	switch {
 	case bytes.HasPrefix(line, []byte("GET ")):
 		h.get, line = true, line[4:]
@@ -125,6 +146,10 @@ func (h *frontHead) requestLine(line []byte) bool {
 		return false
 	}
 	raw := target[len(FilesPrefix):]
+	if m != nil && m.key != "" && string(raw) == m.target {
+		h.key = m.key // checked when it was first read
+		return true
+	}
 	for _, c := range raw {
 		if !pathByte(c) {
 			return false // a query, a fragment, a space, a control byte, non-ASCII
@@ -135,6 +160,9 @@ func (h *frontHead) requestLine(line []byte) bool {
 		return false // the main handler explains the bad path
 	}
 	h.key = key
+	if m != nil {
+		m.target, m.key = string(raw), key
+	}
 	return true
 }
 

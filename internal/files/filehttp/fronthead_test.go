@@ -12,6 +12,7 @@ import (
 // anything else, valid or not, is handed to net/http.
 func TestParseHead(t *testing.T) {
 	const ok = "GET /files/a/b.txt HTTP/1.1\r\nHost: h:1\r\n\r\n"
+	var memo headMemo
 	for _, tc := range []struct {
 		name, head string
 		want       headVerdict
@@ -19,6 +20,9 @@ func TestParseHead(t *testing.T) {
 	}{
 		{"plain get", ok, headServe, "a/b.txt"},
 		{"head", "HEAD /files/a HTTP/1.1\r\nHost: h\r\n\r\n", headServe, "a"},
+		{"authorized", "GET /files/a HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer t1\r\n\r\n", headServe, "a"},
+		{"another token", "GET /files/a HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer t2\r\n\r\n", headServe, "a"},
+		{"escaped", "GET /files/a%20b HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer t2\r\n\r\n", headServe, "a b"},
 		{"wrk", "GET /files/bench/f4096 HTTP/1.1\r\nHost: 127.0.0.1:7990\r\n\r\n", headServe, "bench/f4096"},
 		{"curl", "GET /files/a HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n", headServe, "a"},
 		{"go client", "GET /files/a HTTP/1.1\r\nHost: x\r\nUser-Agent: Go-http-client/1.1\r\nAccept-Encoding: gzip\r\n\r\n", headServe, "a"},
@@ -70,6 +74,13 @@ func TestParseHead(t *testing.T) {
 			h, v := parseHead([]byte(tc.head))
 			if v != tc.want || v == headServe && h.key != tc.key {
 				t.Fatalf("verdict %d key %q, want %d %q", v, h.key, tc.want, tc.key)
+			}
+			// One connection's heads in turn (the table's), each twice:
+			// what the memo reuses is what parsing gives.
+			for range 2 {
+				if mh, mv := parseHeadMemo([]byte(tc.head), &memo); mh != h || mv != v {
+					t.Fatalf("with the memo %+v %d, without %+v %d", mh, mv, h, v)
+				}
 			}
 			if v == headServe && h.n != strings.Index(tc.head, "\r\n\r\n")+4 {
 				t.Fatalf("head of %d bytes, want %d", h.n, strings.Index(tc.head, "\r\n\r\n")+4)
