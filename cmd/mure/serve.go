@@ -118,6 +118,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	setMemoryLimit(ctx, cfg.Logger)
 
 	n, err := node.Open(ctx, cfg)
 	if err != nil {
