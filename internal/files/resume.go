@@ -96,9 +96,13 @@ func (r *resumer) end(path string, grant uint64) {
 func (r *resumer) read(path string, grant uint64, client string) {
 	r.mu.Lock()
 	h := r.entry(path, grant)
+	_, seen := h.readers[client]
 	h.readers[client] = struct{}{}
 	n := len(h.readers)
 	r.mu.Unlock()
+	if seen {
+		return // nothing new for the policy (the loop's round rereads it)
+	}
 	if cfg := r.s.config(); cfg.Resume == "reads" && n >= cfg.ResumeReads {
 		r.poke()
 	}

@@ -250,7 +250,7 @@ func (f *Front) serveConn(c net.Conn, st *atomic.Int32) {
 			return
 		default:
 			_, _ = br.Discard(h.n)
-			err = f.answer(c, h, rd)
+			err = f.answer(c, h, rd, &memo)
 			if f.o.Slots != nil {
 				f.o.Slots.Release()
 			}
@@ -374,7 +374,7 @@ func (c *replayConn) ReadFrom(r io.Reader) (int64, error) {
 }
 
 // answer writes the response to h from rd, and closes rd.
-func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader) error {
+func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader, memo *headMemo) error {
 	data := rd.Bytes()
 	size := rd.Length()
 	buf := frontBufs.Get().(*[]byte)
@@ -418,7 +418,7 @@ func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader) error {
 	if rd.Holding() {
 		client := h.client
 		if client == "" {
-			client, _, _ = net.SplitHostPort(c.RemoteAddr().String())
+			client = memo.peer(c)
 		}
 		rd.ReadBy(client)
 	}

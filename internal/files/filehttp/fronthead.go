@@ -2,6 +2,7 @@ package filehttp
 
 import (
 	"bytes"
+	"net"
 	"net/url"
 
 	"github.com/mure-dev/mure/internal/files"
@@ -46,6 +47,16 @@ type frontHead struct {
 type headMemo struct {
 	target, key string // the request target's raw bytes and its key
 	auth        string
+	host        string // the client's address without its port, once asked
+}
+
+// peer returns the host of c's remote address, the reader a holder counts
+// (files.Reader.ReadBy) when the request names no client.
+func (m *headMemo) peer(c net.Conn) string {
+	if m.host == "" {
+		m.host, _, _ = net.SplitHostPort(c.RemoteAddr().String())
+	}
+	return m.host
 }
 
 // parseHead parses the request head at the start of b.
