@@ -36,6 +36,9 @@ type fakeCluster struct {
 	// (AwaitReadLease), as at a renewal; awaited counts those waits.
 	renew   map[string]bool
 	awaited map[string]int
+	// noLeader: a node's next CatchUp calls fail (no leader), that many
+	// of them; -1: all.
+	noLeader map[string]int
 
 	fmu sync.Mutex
 	// fail, when set, decides the fate of a forwarded write to node:
@@ -71,7 +74,7 @@ type fakeCluster struct {
 func newFakeCluster(t *testing.T, ids ...string) *fakeCluster {
 	c := &fakeCluster{t: t, ids: ids, fsms: map[string]*meta.FSM{}, svcs: map[string]*Service{},
 		dead: map[string]bool{}, cut: map[string]bool{}, lease: map[string]bool{},
-		renew: map[string]bool{}, awaited: map[string]int{}, fail: map[string]string{}, forwards: map[string]int{}}
+		renew: map[string]bool{}, awaited: map[string]int{}, noLeader: map[string]int{}, fail: map[string]string{}, forwards: map[string]int{}}
 	for _, id := range ids {
 		c.fsms[id] = meta.NewFSM()
 		c.lease[id] = true
@@ -174,7 +177,15 @@ func (s *fakeSeat) HotReads(id string) []cluster.HotRead {
 	defer s.c.fmu.Unlock()
 	return s.c.hotReads[id]
 }
-func (s *fakeSeat) CatchUp(ctx context.Context) error { return nil }
+func (s *fakeSeat) CatchUp(ctx context.Context) error {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	if s.c.noLeader[s.id] != 0 {
+		s.c.noLeader[s.id]--
+		return cluster.ErrNoLeader
+	}
+	return nil
+}
 func (s *fakeSeat) Apply(ctx context.Context, cmd meta.Command) (*meta.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err // as raft's proposal would fail

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -178,6 +179,40 @@ func TestReadSentHereWhileFenced(t *testing.T) {
 			}
 			if c.forwarded("read") != 0 {
 				t.Fatalf("the read was forwarded on %d times", c.forwarded("read"))
+			}
+		})
+	}
+}
+
+// TestConsistentListWaitsForLeader: a consistent listing asks the leader
+// how far to catch up; while no leader answers (an election, a leader
+// stalled under load) it tries again for up to LeaseWait instead of
+// failing at once, then fails with no quorum.
+func TestConsistentListWaitsForLeader(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fails int // CatchUp calls that fail; -1: all
+		want  error
+	}{
+		{"the leader answers at once", 0, nil},
+		{"the leader answers after two failed tries", 2, nil},
+		{"no leader at all: no quorum", -1, ErrNoQuorum},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster(t, "a", "b", "c")
+			if _, err := c.put("a", "d/f", "v1", PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			c.noLeader["b"] = tc.fails
+			page, err := c.svcs["b"].List(context.Background(), ListOptions{Prefix: "d/", Consistent: true})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("list: %v, want %v", err, tc.want)
+			}
+			if tc.want == nil && (len(page.Files) != 1 || page.Files[0].Path != "d/f") {
+				t.Fatalf("list: %+v, want d/f", page)
+			}
+			if left := c.noLeader["b"]; tc.fails > 0 && left != 0 {
+				t.Fatalf("%d of the failing tries were not made", left)
 			}
 		})
 	}

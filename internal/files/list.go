@@ -3,6 +3,7 @@ package files
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/mure-dev/mure/internal/meta"
 )
@@ -23,7 +24,7 @@ func (s *Service) List(ctx context.Context, o ListOptions) (ListPage, error) {
 		return ListPage{}, kindErr(ErrBadPath, nil, "prefix must be at most 1024 bytes without NUL")
 	}
 	if o.Consistent {
-		if err := s.cl.CatchUp(ctx); err != nil {
+		if err := s.catchUp(ctx); err != nil {
 			return ListPage{}, unavailable(ErrNoQuorum, err, "cannot reach the leader for a consistent listing: "+err.Error())
 		}
 	}
@@ -41,6 +42,28 @@ func (s *Service) List(ctx context.Context, o ListOptions) (ListPage, error) {
 		}
 	}
 	return page, nil
+}
+
+// catchUp is the cluster's CatchUp, tried again for up to LeaseWait when
+// it fails: the leader could not be reached or confirmed (an election, a
+// leader stalled under load), which is over as soon as a lapsed lease is
+// back — so a consistent listing waits as a read without a lease does
+// (awaitsOwnLease) rather than fail at once.
+func (s *Service) catchUp(ctx context.Context) error {
+	deadline := time.Now().Add(s.cfg.LeaseWait)
+	backoff := 10 * time.Millisecond
+	for {
+		err := s.cl.CatchUp(ctx)
+		if err == nil || ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
 }
 
 // FileStatus returns path's replica state as this node sees it.
