@@ -12,20 +12,19 @@ import (
 )
 
 // TestDeletedSpaceComesBack: a file deleted soon after it was written
-// leaves no blob on disk. The writer's own copy goes at the delete (its
-// protection ended with the commit); a copy kept because it was still
-// protected (a standby copy pushed here) goes once its protection ends,
-// without waiting for the path to change again. Both stayed on disk until
-// the path was written again (paper 002's runs met 507 no_space there).
+// leaves no blob on disk once the blobs' protection (twice the write
+// timeout) ends, without waiting for the path to change again: the
+// writer's own copy and a standby copy pushed here. Both stayed on disk
+// until the path was written again (paper 002's runs met 507 no_space).
 func TestDeletedSpaceComesBack(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		pushed bool // a pushed copy of another version is here too
-		// protection is twice the write timeout: the writer's copy must
-		// go long before it ends, the pushed one once it has
+		// protection is twice the write timeout: the copies go once it
+		// has ended
 		writeTimeout time.Duration
 	}{
-		{"the writer's copy", false, time.Minute},
+		{"the writer's copy", false, 300 * time.Millisecond},
 		{"a pushed copy still protected", true, 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -55,7 +55,6 @@ func (s *Service) putTaking(ctx context.Context, path string, cur *meta.File, bo
 	if err != nil {
 		return Info{}, nil, true, commitError(path, err)
 	}
-	s.protect.done(path, blob.ID) // decided: as in Put's classic way
 	if res.Err != nil {
 		s.st.Remove(path, blob.ID)
 		return Info{}, nil, true, s.stateError(ctx, path, res.Err)

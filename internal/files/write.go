@@ -105,9 +105,11 @@ func (s *Service) Put(ctx context.Context, path string, body io.Reader, o PutOpt
 	if err != nil {
 		return Info{}, commitError(path, err)
 	}
-	// Decided: the catalogue keeps or drops the blob from now on (kept
-	// protected, a delete soon after would leave it on disk until then).
-	s.protect.done(path, blob.ID)
+	// The blob stays protected until its time ends, not at the decision:
+	// the resumption worker may hold a view of the path from before this
+	// commit was applied, and would remove the blob as unneeded
+	// (TestLitmus's COPY then MOVE met "no valid copy"); a delete soon
+	// after is collected once the protection ends (replicateLoop's later).
 	if res.Err != nil {
 		s.st.Remove(path, blob.ID)
 		return Info{}, s.stateError(ctx, path, res.Err)
