@@ -10,14 +10,15 @@
 # Varnish's processes), which depends less on the neighbours than req/s.
 # Needs nginx, wrk and varnish (apt-get install nginx-light wrk varnish).
 #   scripts/bench/003-varnish.sh [DURATION] [ROUNDS]   (default 5s, 3 rounds)
+# MURE_BIN runs that binary instead of building this tree (before/after).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dur=${1:-5s}
 rounds=${2:-3}
 work=$(mktemp -d)
 chmod 755 "$work" # nginx workers and varnish's child run as other users
-bin=$work/mure
-go build -o "$bin" ./cmd/mure
+bin=${MURE_BIN:-$work/mure}
+[ -n "${MURE_BIN:-}" ] || go build -o "$bin" ./cmd/mure
 mkdir -p "$work/www" "$work/nginx" "$work/varnish"
 sed -e "s#NGINX_ROOT#$work/www#; s#NGINX_PORT#7980#; s#NGINX_DIR#$work/nginx#g" \
   -e 's#root .*;#&\n\t\texpires 1h;#' scripts/bench/nginx.conf >"$work/nginx.conf"
