@@ -43,6 +43,9 @@ func TestMaxConns(t *testing.T) {
 	} {
 		t.Run(port.name, func(t *testing.T) {
 			before := refusals(t, c.HTTPAddr(0))
+			if before < 0 {
+				t.Fatal("no mure_client_connections_refused_total in /metrics before the test")
+			}
 			var idle []net.Conn
 			for range 3 {
 				conn, err := net.Dial("tcp", port.addr)
