@@ -40,7 +40,8 @@ func LimitConns(ln net.Listener, max int, rejected func(reason string)) net.List
 
 // LimitConnsAnswer is LimitConns with the refusal written by answer, for
 // a port whose clients expect another error format (S3's XML); answer
-// writes a complete 503 response, and the listener closes c after it.
+// writes a complete 503 response, and the listener closes c after it
+// (nil: LimitConns's 503 in JSON).
 func LimitConnsAnswer(ln net.Listener, max int, rejected func(reason string), answer func(c net.Conn, msg string)) net.Listener {
 	l := LimitConns(ln, max, rejected).(*limitListener)
 	l.answer = answer

@@ -173,17 +173,13 @@ func (n *Node) listenClient() error {
 	if n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("client API port %s: %w", cfg.HTTPAddr, err)
 	}
-	if cfg.MaxConns > 0 {
-		n.httpLn = frontdoor.LimitConns(n.httpLn, cfg.MaxConns, n.connRefused)
-	}
+	n.httpLn = n.limitConns(n.httpLn, nil)
 	if cfg.FastHTTPAddr != "" {
 		if n.fastLn, err = net.Listen("tcp", cfg.FastHTTPAddr); err != nil {
 			n.httpLn.Close()
 			return fmt.Errorf("fast read lane port %s: %w", cfg.FastHTTPAddr, err)
 		}
-		if cfg.MaxConns > 0 {
-			n.fastLn = frontdoor.LimitConns(n.fastLn, cfg.MaxConns, n.connRefused)
-		}
+		n.fastLn = n.limitConns(n.fastLn, nil)
 	}
 	if err := n.listenUI(); err != nil {
 		n.closeClientListeners()

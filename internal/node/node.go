@@ -347,6 +347,17 @@ func (n *Node) countConn(_ net.Conn, st http.ConnState) {
 // connRefused counts a connection refused over MaxConns.
 func (n *Node) connRefused(string) { n.refused.Add(1) }
 
+// limitConns bounds a client-facing listener (the client ports, --s3,
+// --proxy) to --max-conns connections open at once (0: no bound); beyond,
+// a new one is refused at once, counted by connRefused, with answer's
+// response (nil: the 503 in JSON).
+func (n *Node) limitConns(ln net.Listener, answer func(c net.Conn, msg string)) net.Listener {
+	if n.cfg.MaxConns <= 0 {
+		return ln
+	}
+	return frontdoor.LimitConnsAnswer(ln, n.cfg.MaxConns, n.connRefused, answer)
+}
+
 // serviceNames lists the running services in start order.
 func (n *Node) serviceNames() []string {
 	var names []string

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 
 	"github.com/mure-dev/mure/internal/cache/proxy"
-	"github.com/mure-dev/mure/internal/frontdoor"
 )
 
 // proxyService builds the caching proxy (--proxy): its disk tier lives in
@@ -17,12 +16,7 @@ func (n *Node) proxyService() (*proxy.Service, error) {
 	pc.Dir = filepath.Join(n.cfg.DataDir, "cache")
 	pc.NoSync = n.cfg.NoSync
 	pc.TLS = n.scheme() == "https"
-	pc.Listen = func(ln net.Listener) net.Listener {
-		if n.cfg.MaxConns > 0 {
-			ln = frontdoor.LimitConns(ln, n.cfg.MaxConns, n.connRefused)
-		}
-		return n.withTLS(ln)
-	}
+	pc.Listen = func(ln net.Listener) net.Listener { return n.withTLS(n.limitConns(ln, nil)) }
 	return proxy.NewService(pc)
 }
 

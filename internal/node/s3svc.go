@@ -5,7 +5,6 @@ import (
 
 	"github.com/mure-dev/mure/internal/auth"
 	"github.com/mure-dev/mure/internal/files/s3"
-	"github.com/mure-dev/mure/internal/frontdoor"
 )
 
 // s3Service builds the S3 API (--s3): the file API and the access keys
@@ -35,10 +34,7 @@ func (n *Node) s3Service() (*s3.Service, error) {
 // S3's XML, counted with the client ports' refusals), then TLS when the
 // node has a certificate.
 func (n *Node) s3Listener(ln net.Listener) net.Listener {
-	if n.cfg.MaxConns > 0 {
-		ln = frontdoor.LimitConnsAnswer(ln, n.cfg.MaxConns, n.connRefused, s3.RefuseConn)
-	}
-	return n.withTLS(ln)
+	return n.withTLS(n.limitConns(ln, s3.RefuseConn))
 }
 
 // nodeKeys opens access keys with the node's authenticator, which exists
