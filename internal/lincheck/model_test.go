@@ -102,6 +102,8 @@ func TestBoundObserved(t *testing.T) {
 		{"a failed cas sees nothing", []porcupine.Operation{w(Create, "a", "", 0, end, Unknown), w(CAS, "b", "a", 20, 40, Refused)}, Unknown, end},
 		{"never seen", []porcupine.Operation{w(Write, "a", "", 0, end, Unknown), read("b", 20, 30)}, Unknown, end},
 		{"seen before it was called", []porcupine.Operation{w(Write, "a", "", 50, end, Unknown), read("a", 20, 30)}, Unknown, end},
+		{"seen before it was called, and after", []porcupine.Operation{w(Write, "a", "", 50, end, Unknown), read("a", 20, 30), read("a", 60, 70)}, Unknown, end},
+		{"bounded before its observer returned", []porcupine.Operation{w(CAS, "a", "x", 0, 25, Unknown), read("a", 20, 30)}, OK, 25},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
