@@ -56,11 +56,22 @@ func TestSendFileAt(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer server.Close()
+			if tc.slow {
+				// Buffers far smaller than the send: sendfile must wait for
+				// the client, and has not returned before the client reads.
+				client.(*net.TCPConn).SetReadBuffer(16 << 10)
+				server.(*net.TCPConn).SetWriteBuffer(16 << 10)
+			}
 			sent := make(chan error, 1)
 			go func() { sent <- sendFileAt(server.(*net.TCPConn), f, tc.off, tc.n) }()
 			client.SetReadDeadline(time.Now().Add(10 * time.Second))
 			if tc.slow {
 				time.Sleep(50 * time.Millisecond) // the sender fills the buffers and waits
+				select {
+				case err := <-sent:
+					t.Fatalf("sendFileAt returned (%v) before the client read %d bytes: it did not wait", err, tc.n)
+				default:
+				}
 			}
 			got := make([]byte, tc.n)
 			if _, err := io.ReadFull(client, got); err != nil {
