@@ -87,12 +87,16 @@ func (s *Service) Barrier(ctx context.Context, r *meta.Result) error {
 
 // settle makes a pending version visible, once no node can answer for the
 // previous state any more (run on the leader, after the barrier); the
-// settles of concurrent writes go in one entry (settleBatcher).
+// settles of concurrent writes go in one entry (settlebatch.go).
 func (s *Service) settle(ctx context.Context, f *meta.File) error {
 	if f == nil || !f.Pending {
 		return nil
 	}
-	if err := s.settles.settle(ctx, f); err != nil {
+	err, ctxErr := s.settles.submit(ctx, meta.Item{Path: f.Path, Version: f.Version})
+	if ctxErr != nil {
+		err = ctxErr
+	}
+	if err != nil {
 		return fmt.Errorf("settle %s: %w", f.Path, err)
 	}
 	return nil

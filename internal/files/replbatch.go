@@ -3,30 +3,21 @@ package files
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/mure-dev/mure/internal/meta"
 )
 
-// replicaReports sends this node's replica reports in batches: while one
+// This node's replica reports go in batches (Service.reports): while one
 // report is being applied, those of other fetches that finish queue, and
 // the next entry (Replicas, core v5) carries them all, up to
 // meta.MaxItems. With replication to every node, each write made N−1
 // Replica entries, each applied by every node; under a steady stream of
 // small writes a node now makes about one entry per round trip to the
 // leader (docs/decisions/0051-replicas-and-releases-batched.md).
-type replicaReports struct {
-	s  *Service
-	mu sync.Mutex
-	q  []*replicaReport
-	// sending is set while a goroutine drains q.
-	sending bool
-}
 
-type replicaReport struct {
-	item meta.Item
-	done chan reportOutcome // buffered: the sender never blocks on it
+func newReplicaReports(s *Service) *batcher[meta.Item, reportOutcome] {
+	return &batcher[meta.Item, reportOutcome]{max: meta.MaxItems, apply: s.applyReports, shared: true}
 }
 
 // reportOutcome is what became of one report: err if the cluster could
@@ -37,65 +28,26 @@ type reportOutcome struct {
 	err      error
 }
 
-// report applies a Replica report of f's version by this node, in a
-// batch with others, and returns once this node has applied it: whether
-// the state machine accepted it (a stale version is refused, not an
-// error), or the error if the cluster could not be reached.
-// ctx is the replication worker's: a batch started by this call is
-// applied under it, also for the reports queued behind this one.
-func (b *replicaReports) report(ctx context.Context, f *meta.File) (bool, error) {
-	r := &replicaReport{item: meta.Item{Path: f.Path, Version: f.Version}, done: make(chan reportOutcome, 1)}
-	b.mu.Lock()
-	b.q = append(b.q, r)
-	start := !b.sending
-	b.sending = true
-	b.mu.Unlock()
-	if start {
-		go b.drain(ctx)
+// reportReplica applies a Replica report of f's version by this node, in
+// a batch with others, and returns once this node has applied it:
+// whether the state machine accepted it (a stale version is refused, not
+// an error), or the error if the cluster could not be reached.
+// ctx is the replication worker's: a batch is applied under it.
+func (s *Service) reportReplica(ctx context.Context, f *meta.File) (bool, error) {
+	o, err := s.reports.submit(ctx, meta.Item{Path: f.Path, Version: f.Version})
+	if err != nil {
+		return false, err
 	}
-	select {
-	case o := <-r.done:
-		return o.accepted, o.err
-	case <-ctx.Done():
-		return false, ctx.Err()
-	}
+	return o.accepted, o.err
 }
 
-// drain applies the queued reports, a batch at a time, until none is
-// left. ctx is the first reporter's: the replication worker's.
-func (b *replicaReports) drain(ctx context.Context) {
-	for {
-		b.mu.Lock()
-		batch := b.q
-		if len(batch) > meta.MaxItems {
-			batch = batch[:meta.MaxItems]
-		}
-		b.q = b.q[len(batch):]
-		if len(batch) == 0 {
-			b.sending = false
-			b.q = nil
-			b.mu.Unlock()
-			return
-		}
-		b.mu.Unlock()
-		items := make([]meta.Item, len(batch))
-		for i, r := range batch {
-			items[i] = r.item
-		}
-		outs := b.apply(ctx, items)
-		for i, r := range batch {
-			r.done <- outs[i]
-		}
-	}
-}
-
-// apply commits items as one Replicas entry, or one Replica entry each
-// for a single item or while a voter is older than core v5.
-func (b *replicaReports) apply(ctx context.Context, items []meta.Item) []reportOutcome {
+// applyReports commits items as one Replicas entry, or one Replica entry
+// each for a single item or while a voter is older than core v5.
+func (s *Service) applyReports(ctx context.Context, items []meta.Item) []reportOutcome {
 	outs := make([]reportOutcome, len(items))
 	if len(items) > 1 {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		res, err := b.s.cl.Apply(cctx, meta.Command{Kind: meta.KindReplicas, Node: b.s.self, Items: items})
+		res, err := s.cl.Apply(cctx, meta.Command{Kind: meta.KindReplicas, Node: s.self, Items: items})
 		cancel()
 		if err == nil && res.Err != nil {
 			err = res.Err
@@ -116,7 +68,7 @@ func (b *replicaReports) apply(ctx context.Context, items []meta.Item) []reportO
 	}
 	for i, it := range items {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		res, err := b.s.cl.Apply(cctx, meta.Command{Kind: meta.KindReplica, Path: it.Path, Version: it.Version, Node: b.s.self})
+		res, err := s.cl.Apply(cctx, meta.Command{Kind: meta.KindReplica, Path: it.Path, Version: it.Version, Node: s.self})
 		cancel()
 		outs[i] = reportOutcome{accepted: err == nil && res.Err == nil, err: err}
 	}

@@ -114,7 +114,7 @@ func TestReplicaReportsQueue(t *testing.T) {
 	errs := make(chan error, len(files))
 	for _, f := range files {
 		go func() {
-			accepted, err := b.reports.report(ctx, f)
+			accepted, err := b.reportReplica(ctx, f)
 			if err == nil && !accepted {
 				err = fmt.Errorf("report of %s refused", f.Path)
 			}
@@ -132,7 +132,7 @@ func TestReplicaReportsQueue(t *testing.T) {
 		}
 	}
 	from := c.entries()
-	go b.reports.drain(ctx) // the batch in flight ends; its sender drains
+	go b.reports.drain() // the batch in flight ends; its sender drains
 	for range files {
 		if err := <-errs; err != nil {
 			t.Fatal(err)

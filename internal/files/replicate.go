@@ -89,7 +89,7 @@ func (s *Service) replicateLoop(ctx context.Context) {
 	defer tick.Stop()
 	sem := make(chan struct{}, s.cfg.Fetchers)
 	// A fetch frees its slot once the blob is here; its report then waits
-	// for a batch (replicaReports) in one of these slots. Bounded, so that
+	// for a batch (replbatch.go) in one of these slots. Bounded, so that
 	// fetches pause rather than pile up while the leader cannot be reached.
 	reporting := make(chan struct{}, 4*meta.MaxItems)
 	var mu sync.Mutex
@@ -230,7 +230,7 @@ func (s *Service) resumeReplica(ctx context.Context, f *meta.File, source string
 	if err != nil {
 		return err
 	}
-	accepted, err := s.reports.report(ctx, f)
+	accepted, err := s.reportReplica(ctx, f)
 	if err != nil {
 		return err
 	}

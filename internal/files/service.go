@@ -103,8 +103,8 @@ type Service struct {
 	protect protected
 	drops   drops
 	resumer *resumer
-	reports *replicaReports // this node's replica reports, batched
-	settles *settleBatcher  // the leader's settles, batched
+	reports *batcher[meta.Item, reportOutcome] // this node's replica reports, batched
+	settles *batcher[meta.Item, error]         // the leader's settles, batched
 	// throttle caps the replication worker's fetches (replication.rate).
 	throttle *throttle
 	backlog  atomic.Int64
@@ -153,8 +153,8 @@ func New(cfg Config, cl Cluster, st *store.Store, peers Peers) *Service {
 	s.drops.kick = make(chan struct{}, 1)
 	s.resumer = newResumer(s)
 	s.invs = newInvBatcher(peers)
-	s.reports = &replicaReports{s: s}
-	s.settles = &settleBatcher{s: s}
+	s.reports = newReplicaReports(s)
+	s.settles = newSettles(s)
 	s.throttle = newThrottle()
 	s.hot = newHot()
 	return s
