@@ -20,12 +20,17 @@ func TestDeletedSpaceComesBack(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		pushed bool // a pushed copy of another version is here too
+		// overwritten: the file is written again, once the first
+		// version's protection ended, instead of deleted; the first
+		// version's blob goes (the second's, current, stays)
+		overwritten bool
 		// protection is twice the write timeout: the copies go once it
 		// has ended
 		writeTimeout time.Duration
 	}{
-		{"the writer's copy", false, 300 * time.Millisecond},
-		{"a pushed copy still protected", true, 300 * time.Millisecond},
+		{"the writer's copy", false, false, 300 * time.Millisecond},
+		{"a pushed copy still protected", true, false, 300 * time.Millisecond},
+		{"an overwritten version", false, true, 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newFakeCluster(t, "a")
@@ -44,7 +49,26 @@ func TestDeletedSpaceComesBack(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := s.Delete(context.Background(), path, DeleteOptions{}); err != nil {
+			want := 0
+			if tc.overwritten {
+				// The first version's protection ends before the second
+				// write: only the second's blob is protected then, also
+				// at the release of the write right, made at once.
+				c.apply(meta.Command{Kind: meta.KindSetConfig, Key: meta.CfgResume, Value: "immediate"})
+				protected := func() bool {
+					kept, _ := s.protect.keep(path, []string{s.fsm.File(path).BlobID}, "")
+					return len(kept) > 0
+				}
+				for deadline := time.Now().Add(5 * time.Second); protected(); time.Sleep(20 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the first version's blob still protected after 5 s")
+					}
+				}
+				if _, err := c.put("a", path, "other bytes", PutOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				want = 1
+			} else if err := s.Delete(context.Background(), path, DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			deadline := time.Now().Add(5 * time.Second)
@@ -53,11 +77,11 @@ func TestDeletedSpaceComesBack(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(ids) == 0 {
+				if len(ids) == want {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("blobs %v of the deleted file are still on disk after 5 s", ids)
+					t.Fatalf("blobs %v of the file are still on disk after 5 s, want %d", ids, want)
 				}
 				time.Sleep(20 * time.Millisecond)
 			}

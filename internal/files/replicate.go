@@ -35,8 +35,10 @@ func (p *protected) done(path, id string) {
 	delete(p.m, path+"\x00"+id)
 }
 
-// keep returns the IDs among ids that are protected for path.
-func (p *protected) keep(path string, ids []string) []string {
+// keep returns the IDs among ids that are protected for path, but
+// current (the current version's blob, "" for none: kept anyway), and
+// the latest end of their protection.
+func (p *protected) keep(path string, ids []string, current string) (kept []string, until time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
@@ -52,27 +54,15 @@ func (p *protected) keep(path string, ids []string) []string {
 			}
 		}
 	}
-	var out []string
 	for _, id := range ids {
-		if until, ok := p.m[path+"\x00"+id]; ok && !now.After(until) {
-			out = append(out, id)
+		if end, ok := p.m[path+"\x00"+id]; ok && !now.After(end) && id != current {
+			kept = append(kept, id)
+			if end.After(until) {
+				until = end
+			}
 		}
 	}
-	return out
-}
-
-// latest returns the latest end of protection among path's ids (zero
-// when none is protected).
-func (p *protected) latest(path string, ids []string) time.Time {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var last time.Time
-	for _, id := range ids {
-		if until, ok := p.m[path+"\x00"+id]; ok && until.After(last) {
-			last = until
-		}
-	}
-	return last
+	return kept, until
 }
 
 // replicateLoop is the resumption worker: it brings this node's replicas up
@@ -270,12 +260,13 @@ func (s *Service) collect(f *meta.File) (again time.Time) {
 	if len(ids) == 1 && f.Exists() && ids[0] == f.BlobID {
 		return time.Time{}
 	}
-	keep := s.protect.keep(f.Path, ids)
-	if len(keep) > 0 {
-		again = s.protect.latest(f.Path, slices.DeleteFunc(slices.Clone(keep), func(id string) bool { return f.Exists() && id == f.BlobID }))
-	}
+	current := ""
 	if f.Exists() {
-		keep = append(keep, f.BlobID)
+		current = f.BlobID
+	}
+	keep, again := s.protect.keep(f.Path, ids, current)
+	if current != "" {
+		keep = append(keep, current)
 	}
 	if len(keep) >= len(ids) {
 		return again
