@@ -131,7 +131,8 @@ type Command struct {
 	Keep int `json:"keep,omitempty"`
 	// Standby lists the extra nodes that durably hold the committed blob.
 	Standby []string `json:"standby,omitempty"`
-	// Items are the files of a Replicas or Releases command (core v5).
+	// Items are the files of a Replicas or Releases (core v5) or Settles
+	// (core v6) command.
 	Items []Item `json:"items,omitempty"`
 	Cond  Cond   `json:"cond,omitempty"`
 	Idem  string `json:"idem,omitempty"`
