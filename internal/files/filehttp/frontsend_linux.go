@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,27 +25,14 @@ func writeHeadMore(c net.Conn, b []byte) error {
 	if err != nil {
 		return err
 	}
-	var werr error
-	err = rc.Write(func(fd uintptr) bool {
-		for len(b) > 0 {
-			n, err := unix.SendmsgN(int(fd), b, nil, nil, unix.MSG_MORE|unix.MSG_NOSIGNAL)
-			switch {
-			case err == unix.EAGAIN:
-				return false // wait until writable
-			case err == unix.EINTR:
-				continue
-			case err != nil:
-				werr = err
-				return true
-			}
-			b = b[n:]
+	return whenWritable(rc, func(fd int) (bool, error) {
+		n, err := unix.SendmsgN(fd, b, nil, nil, unix.MSG_MORE|unix.MSG_NOSIGNAL)
+		if err != nil {
+			return false, err
 		}
-		return true
+		b = b[n:]
+		return len(b) == 0, nil
 	})
-	if err != nil {
-		return err
-	}
-	return werr
 }
 
 // sendFileAt sends n bytes of f from off to c with sendfile, leaving f's
@@ -59,26 +47,48 @@ func sendFileAt(c *net.TCPConn, f *os.File, off, n int64) error {
 		return err
 	}
 	var serr error
-	cerr := src.Control(func(in uintptr) {
-		err = rc.Write(func(out uintptr) bool {
-			for n > 0 {
-				k, err := unix.Sendfile(int(out), int(in), &off, int(min(n, 1<<30)))
-				switch {
-				case err == unix.EAGAIN:
-					return false // wait until writable
-				case err == unix.EINTR:
-					continue
-				case err != nil:
-					serr = err
-					return true
-				case k == 0:
-					serr = io.ErrUnexpectedEOF // the file is shorter than its record said
-					return true
-				}
-				n -= int64(k)
+	err = src.Control(func(in uintptr) {
+		serr = whenWritable(rc, func(out int) (bool, error) {
+			if n == 0 {
+				return true, nil
 			}
-			return true
+			k, err := unix.Sendfile(out, int(in), &off, int(min(n, 1<<30)))
+			switch {
+			case err != nil:
+				return false, err
+			case k == 0:
+				return true, io.ErrUnexpectedEOF // the file is shorter than its record said
+			}
+			n -= int64(k)
+			return n == 0, nil
 		})
 	})
-	return errors.Join(cerr, err, serr)
+	return errors.Join(err, serr)
+}
+
+// whenWritable calls send with the socket of rc until it reports done or
+// fails, waiting in the poller while the socket is full (EAGAIN) and
+// calling again at once after a signal (EINTR).
+func whenWritable(rc syscall.RawConn, send func(fd int) (done bool, err error)) error {
+	var serr error
+	err := rc.Write(func(fd uintptr) bool {
+		for {
+			done, err := send(int(fd))
+			switch {
+			case err == unix.EAGAIN:
+				return false // wait until writable
+			case err == unix.EINTR:
+				continue
+			case err != nil:
+				serr = err
+				return true
+			case done:
+				return true
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return serr
 }
