@@ -46,24 +46,15 @@ func TestSendFileAt(t *testing.T) {
 		{123, 3 << 20, true}, // more than the socket buffers hold: sendfile waits
 	} {
 		t.Run(fmt.Sprintf("%d+%d", tc.off, tc.n), func(t *testing.T) {
-			client, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer client.Close()
-			server, err := ln.Accept()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer server.Close()
+			client, server := tcpPair(t, ln)
 			if tc.slow {
 				// Buffers far smaller than the send: sendfile must wait for
 				// the client, and has not returned before the client reads.
 				client.(*net.TCPConn).SetReadBuffer(16 << 10)
-				server.(*net.TCPConn).SetWriteBuffer(16 << 10)
+				server.SetWriteBuffer(16 << 10)
 			}
 			sent := make(chan error, 1)
-			go func() { sent <- sendFileAt(server.(*net.TCPConn), f, tc.off, tc.n) }()
+			go func() { sent <- sendFileAt(server, f, tc.off, tc.n) }()
 			client.SetReadDeadline(time.Now().Add(10 * time.Second))
 			if tc.slow {
 				time.Sleep(50 * time.Millisecond) // the sender fills the buffers and waits
@@ -89,19 +80,27 @@ func TestSendFileAt(t *testing.T) {
 		})
 	}
 	t.Run("past the end", func(t *testing.T) {
-		client, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer client.Close()
-		server, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer server.Close()
+		client, server := tcpPair(t, ln)
 		go io.Copy(io.Discard, client)
-		if err := sendFileAt(server.(*net.TCPConn), f, int64(len(data))-10, 20); err == nil {
+		if err := sendFileAt(server, f, int64(len(data))-10, 20); err == nil {
 			t.Fatal("sending past the file's end reported no error")
 		}
 	})
+}
+
+// tcpPair connects a client to ln and returns both ends, closed when the
+// test ends.
+func tcpPair(t *testing.T, ln net.Listener) (client net.Conn, server *net.TCPConn) {
+	t.Helper()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return client, c.(*net.TCPConn)
 }
