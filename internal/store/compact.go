@@ -184,11 +184,7 @@ func (s *Store) moveRecord(seg *segment, off int64, rec *record, buf []byte, old
 		if err != nil {
 			return err
 		}
-		moved := newEntry(rec.id, to, toOff, rec.size)
-		if bad {
-			moved = suspectEntry(rec.id, to, toOff, rec.size)
-		}
-		s.indexSet(l, rec.path, moved)
+		s.indexSet(l, rec.path, newEntry(rec.id, to, toOff, rec.size).suspectIf(bad))
 	case rec.kind == recRemoval && !oldest:
 		if _, live := s.indexGet(l, rec.path, rec.id); live {
 			return nil // committed again since: copied, it would remove that

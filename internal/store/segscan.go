@@ -46,11 +46,12 @@ func (s *Store) openSegments() error {
 	}
 	slices.Sort(seqs)
 	for _, seq := range seqs {
-		f, err := s.fs.Open(segName(dir, seq))
+		name := segName(dir, seq)
+		f, err := s.fs.Open(name)
 		if err != nil {
 			return err
 		}
-		seg := newSegment(seq, segName(dir, seq), f)
+		seg := newSegment(seq, name, f)
 		s.log.segs[seq] = seg
 		s.log.next = seq + 1
 		if err := s.scanSegment(seg); err != nil {
@@ -157,12 +158,10 @@ func (s *Store) indexed(rec *record) bool {
 // content did not check.
 func (s *Store) applyRecord(rec *record, seg *segment, off int64, bad bool) {
 	l := s.locate(rec.path)
-	switch {
-	case rec.kind == recBlob && bad:
-		s.indexSet(l, rec.path, suspectEntry(rec.id, seg, off, rec.size))
-	case rec.kind == recBlob:
-		s.indexSet(l, rec.path, newEntry(rec.id, seg, off, rec.size))
-	case rec.kind == recRemoval:
+	switch rec.kind {
+	case recBlob:
+		s.indexSet(l, rec.path, newEntry(rec.id, seg, off, rec.size).suspectIf(bad))
+	case recRemoval:
 		s.indexDel(l, rec.path, rec.id)
 	}
 }

@@ -33,10 +33,11 @@ func newEntry(id string, seg *segment, off, size int64) smallEntry {
 	return smallEntry{id: id, seg: seg, off: uint32(off), size: uint32(size)}
 }
 
-// suspectEntry is newEntry of a record whose content did not check.
-func suspectEntry(id string, seg *segment, off, size int64) smallEntry {
-	e := newEntry(id, seg, off, size)
-	e.size |= entrySuspect
+// suspectIf returns e marked suspect if bad (its content did not check).
+func (e smallEntry) suspectIf(bad bool) smallEntry {
+	if bad {
+		e.size |= entrySuspect
+	}
 	return e
 }
 
