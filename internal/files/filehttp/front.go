@@ -404,9 +404,7 @@ func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader, memo *headMemo
 			_, err = sendFile(c, rd.File())
 		}
 	case sf != nil && tc != nil:
-		if err = writeHeadMore(c, b); err == nil {
-			err = sendFileAt(tc, sf, off, size)
-		}
+		err = sendFileAt(tc, b, sf, off, size)
 	default:
 		if _, err = c.Write(b); err == nil {
 			_, err = io.Copy(c, rd) // checked as it is read

@@ -25,6 +25,11 @@ func writeHeadMore(c net.Conn, b []byte) error {
 	if err != nil {
 		return err
 	}
+	return sendMore(rc, b)
+}
+
+// sendMore writes b to rc's socket with MSG_MORE.
+func sendMore(rc syscall.RawConn, b []byte) error {
 	return whenWritable(rc, func(fd int) (bool, error) {
 		n, err := unix.SendmsgN(fd, b, nil, nil, unix.MSG_MORE|unix.MSG_NOSIGNAL)
 		if err != nil {
@@ -35,12 +40,18 @@ func writeHeadMore(c net.Conn, b []byte) error {
 	})
 }
 
-// sendFileAt sends n bytes of f from off to c with sendfile, leaving f's
-// own offset alone (f is a segment file that other reads share).
-func sendFileAt(c *net.TCPConn, f *os.File, off, n int64) error {
+// sendFileAt sends head (as writeHeadMore does), then n bytes of f from
+// off with sendfile, to c, leaving f's own offset alone (f is a segment
+// file that other reads share).
+func sendFileAt(c *net.TCPConn, head []byte, f *os.File, off, n int64) error {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return err
+	}
+	if len(head) > 0 {
+		if err := sendMore(rc, head); err != nil {
+			return err
+		}
 	}
 	src, err := f.SyscallConn()
 	if err != nil {

@@ -14,9 +14,12 @@ func writeHeadMore(c net.Conn, b []byte) error {
 	return err
 }
 
-// sendFileAt copies n bytes of f from off to c (sendfile at an offset is
-// Linux's here).
-func sendFileAt(c *net.TCPConn, f *os.File, off, n int64) error {
+// sendFileAt writes head, then copies n bytes of f from off, to c
+// (sendfile at an offset is Linux's here).
+func sendFileAt(c *net.TCPConn, head []byte, f *os.File, off, n int64) error {
+	if _, err := c.Write(head); err != nil {
+		return err
+	}
 	k, err := io.Copy(c, io.NewSectionReader(f, off, n))
 	if err == nil && k < n {
 		err = io.ErrUnexpectedEOF

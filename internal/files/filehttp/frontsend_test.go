@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// sendFileAt sends exactly the bytes [off, off+n) of a shared file (as a
-// small file's content inside its segment), whatever the file's own
-// offset, and waits for a client slower than the socket's buffers.
+// sendFileAt sends a head, then exactly the bytes [off, off+n) of a
+// shared file (as a small file's content inside its segment), whatever the
+// file's own offset, and waits for a client slower than the socket's buffers.
 func TestSendFileAt(t *testing.T) {
 	data := make([]byte, 4<<20)
 	rand.Read(data)
@@ -35,6 +35,7 @@ func TestSendFileAt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	head := []byte("HTTP/1.1 200 OK\r\n\r\n") // sent first, with MSG_MORE
 	for _, tc := range []struct {
 		off, n int64
 		slow   bool
@@ -54,7 +55,7 @@ func TestSendFileAt(t *testing.T) {
 				server.SetWriteBuffer(16 << 10)
 			}
 			sent := make(chan error, 1)
-			go func() { sent <- sendFileAt(server, f, tc.off, tc.n) }()
+			go func() { sent <- sendFileAt(server, head, f, tc.off, tc.n) }()
 			client.SetReadDeadline(time.Now().Add(10 * time.Second))
 			if tc.slow {
 				time.Sleep(50 * time.Millisecond) // the sender fills the buffers and waits
@@ -64,15 +65,15 @@ func TestSendFileAt(t *testing.T) {
 				default:
 				}
 			}
-			got := make([]byte, tc.n)
+			got := make([]byte, int64(len(head))+tc.n)
 			if _, err := io.ReadFull(client, got); err != nil {
 				t.Fatalf("read: %v", err)
 			}
 			if err := <-sent; err != nil {
 				t.Fatalf("sendFileAt: %v", err)
 			}
-			if !bytes.Equal(got, data[tc.off:tc.off+tc.n]) {
-				t.Fatal("the bytes sent differ from the file's")
+			if !bytes.Equal(got[:len(head)], head) || !bytes.Equal(got[len(head):], data[tc.off:tc.off+tc.n]) {
+				t.Fatal("the bytes sent differ from the head and the file's")
 			}
 			if pos, _ := f.Seek(0, io.SeekCurrent); pos != 12345 {
 				t.Errorf("the file's offset moved to %d", pos)
@@ -82,7 +83,7 @@ func TestSendFileAt(t *testing.T) {
 	t.Run("past the end", func(t *testing.T) {
 		client, server := tcpPair(t, ln)
 		go io.Copy(io.Discard, client)
-		if err := sendFileAt(server, f, int64(len(data))-10, 20); err == nil {
+		if err := sendFileAt(server, nil, f, int64(len(data))-10, 20); err == nil {
 			t.Fatal("sending past the file's end reported no error")
 		}
 	})
