@@ -157,9 +157,9 @@ func (m *metrics) register(reg prometheus.Registerer, tiers *tier.Tiers, rl *rel
 		counter("disk_refused_total", "Disk tier reads refused because the disk was busy (the request went to the origin).", func(s tier.Stats) float64 { return float64(s.DiskRefused) }),
 		counter("disk_skipped_total", "Objects kept in memory only because the disk was busy.", func(s tier.Stats) float64 { return float64(s.DiskSkipped) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "cache", Name: "bypass_inflight",
-			Help: "Requests for objects held only on the busy disk being relayed to the origin now."}, func() float64 { return float64(rl.inflight.Load()) }),
+			Help: "Requests relayed to the origin now while the disk is busy: those for objects held only on disk, and misses."}, func() float64 { return float64(rl.inflight.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "mure", Subsystem: "cache", Name: "bypass_limit",
-			Help: "The bound on those relays now (--proxy-bypass-max, halved while the host's CPU quota runs out); beyond it requests are shed."}, func() float64 { return float64(rl.limit.Load()) }),
+			Help: "The bound on those relays now (--proxy-bypass-max, halved while the CPU runs short); beyond it requests are shed."}, func() float64 { return float64(rl.limit.Load()) }),
 	} {
 		if err := reg.Register(c); err != nil {
 			return err

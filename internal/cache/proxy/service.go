@@ -42,13 +42,14 @@ type Config struct {
 	DiskQueue   int
 	DiskLatency time.Duration
 	NoBypass    bool
-	// BypassMax bounds those requests sent to the origin at once (0:
-	// DefaultBypassMax); the bound halves whenever the host's CPU quota
-	// ran out in the last 100 ms and grows back by one every 100 ms when
-	// it did not, so that relays never take the CPU hits from memory
-	// need. A request beyond it is shed: a 503 with Retry-After, or with
-	// BypassRedirect a 307 to the same target at its origin (for origins
-	// the clients can reach themselves). Decision 0055.
+	// BypassMax bounds those requests, and the misses while the disk is
+	// busy, sent to the origin at once (0: DefaultBypassMax); the bound
+	// halves whenever the CPU ran short in the last 100 ms (CPUShort) and
+	// grows back by one every 100 ms when it did not, so that relays
+	// never take the CPU hits from memory need. A request beyond it is
+	// shed: a 503 with Retry-After, or with BypassRedirect a 307 to the
+	// same target at its origin (for origins the clients can reach
+	// themselves). Decision 0055.
 	BypassMax      int
 	BypassRedirect bool
 	// CPUShort tells whether the CPU ran short since it was last asked;
