@@ -125,7 +125,7 @@ func (l *fastLane) hit(ctx *fasthttp.RequestCtx) bool {
 	if d.Action != cache.Serve {
 		return false
 	}
-	obj, err := h.tiers.Get(meta)
+	obj, err := h.tiers.TryGet(meta) // refused, the handler asks again and counts it
 	if err != nil {
 		return false
 	}

@@ -101,3 +101,29 @@ func ttlLess(cs string) string {
 	}
 	return strings.Join(keep, ";")
 }
+
+// TestFastLaneBusyDisk: a request on the fast lane for an object held
+// only on a busy disk goes to the origin as on --proxy, and its refused
+// disk read counts once, though both the fast path and the handler try it.
+func TestFastLaneBusyDisk(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=3600")
+		io.WriteString(w, "origin "+r.URL.Path)
+	})
+	_, h, tiers, _ := busyDiskProxy(t, o, Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lane := newFastLane(h)
+	lane.start(ln, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { lane.shutdown(context.Background()) })
+
+	resp, body := fetch(t, "GET", "http://"+ln.Addr().String()+"/d2")
+	if cs := resp.Header.Get("Cache-Status"); body != "origin /d2" || !strings.Contains(cs, "detail=overload") {
+		t.Errorf("an object on a busy disk: %q, Cache-Status %q; want the origin's answer, detail=overload", body, cs)
+	}
+	if n := tiers.Stats().DiskRefused; n != 1 {
+		t.Errorf("disk refused %d for one request, want 1", n)
+	}
+}

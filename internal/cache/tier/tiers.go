@@ -207,8 +207,15 @@ func (t *Tiers) Variants(key string) []*Meta {
 // Get returns an object whole: from memory, else from disk (checked, and
 // promoted to memory). A corrupt file is removed and ErrNotFound returned
 // wrapped with ErrCorrupt. When the object is only on disk and the disk
-// is busy, Get returns ErrBusy at once.
-func (t *Tiers) Get(m *Meta) (*Object, error) {
+// is busy, Get returns ErrBusy at once, counted in DiskRefused.
+func (t *Tiers) Get(m *Meta) (*Object, error) { return t.get(m, true) }
+
+// TryGet is Get for a caller that hands a refused request on to one that
+// calls Get (the proxy's fast lane): its ErrBusy is not counted, so that
+// one request's refusal counts once.
+func (t *Tiers) TryGet(m *Meta) (*Object, error) { return t.get(m, false) }
+
+func (t *Tiers) get(m *Meta, countRefusal bool) (*Object, error) {
 	id := m.ID()
 	if o, ok := t.mem.GetIfPresent(id); ok && o.ResponseTime.Equal(m.ResponseTime) {
 		t.touch(id)
@@ -226,7 +233,9 @@ func (t *Tiers) Get(m *Meta) (*Object, error) {
 	}
 	leave, ok := t.gate.enter(false)
 	if !ok {
-		t.refused.Add(1)
+		if countRefusal {
+			t.refused.Add(1)
+		}
 		return nil, ErrBusy
 	}
 	t.beforeIO()
