@@ -51,7 +51,7 @@ func TestBypassUnderOverload(t *testing.T) {
 		latency time.Duration
 		busy    func(tier.Stats) bool
 	}{
-		{"queue", 1, time.Hour, func(s tier.Stats) bool { return s.DiskInflight == 1 }},
+		{"queue", 1, time.Hour, oneDiskOp},
 		{"latency", 100, 20 * time.Millisecond, func(s tier.Stats) bool { return s.DiskOldest > 20*time.Millisecond }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,36 +59,7 @@ func TestBypassUnderOverload(t *testing.T) {
 				w.Header().Set("Cache-Control", "max-age=3600")
 				io.WriteString(w, "origin "+r.URL.Path)
 			})
-			dir := t.TempDir()
-			// Objects stored, then the node restarted: they are on disk only.
-			p, h0 := proxyFor(t, o, dir, Limits{})
-			for _, path := range []string{"/d1", "/d2"} {
-				fetch(t, "GET", p.URL+path)
-			}
-			h0.tiers.Flush()
-			p.Close()
-
-			disk := &stuckDisk{release: make(chan struct{})}
-			tiers, err := tier.Open(tier.Config{Dir: dir, NoSync: true, DiskQueue: tc.queue, DiskLatency: tc.latency, BeforeDiskIO: disk.before})
-			if err != nil {
-				t.Fatal(err)
-			}
-			reg := prometheus.NewRegistry()
-			u, _ := url.Parse(o.URL)
-			h, err := NewHandler(Config{Origins: []Origin{{URL: u}}}, tiers, service.Env{Logger: slog.New(slog.DiscardHandler), Metrics: reg})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p = httptest.NewServer(h)
-			var wg sync.WaitGroup
-			t.Cleanup(func() { disk.unstick(); wg.Wait(); p.Close(); h.Close(); tiers.Close() })
-			fetch(t, "GET", p.URL+"/hot") // in memory (and on disk)
-			tiers.Flush()                 // so that the one operation in flight is /d1's read
-
-			disk.stuck.Store(true)
-			wg.Add(1)
-			go func() { defer wg.Done(); fetch(t, "GET", p.URL+"/d1") }() // held by the disk
-			waitFor(t, "a disk read in flight", func() bool { return tc.busy(tiers.Stats()) })
+			p, _, tiers, reg, unstick := busyDiskProxy(t, o, Config{}, tc.queue, tc.latency, tc.busy)
 
 			fetches := o.hits.Load()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -126,13 +97,56 @@ func TestBypassUnderOverload(t *testing.T) {
 				t.Errorf("disk refused %d, skipped %d; want 1 and 1", st.DiskRefused, st.DiskSkipped)
 			}
 
-			disk.unstick()
-			wg.Wait()
+			unstick()
 			if resp, body = fetch(t, "GET", p.URL+"/d2"); body != "origin /d2" || !strings.HasPrefix(resp.Header.Get("Cache-Status"), "mure; hit") {
 				t.Errorf("after the disk caught up: %q, Cache-Status %q; want a hit from disk", body, resp.Header.Get("Cache-Status"))
 			}
 		})
 	}
+}
+
+// oneDiskOp tells that the disk has an operation in flight.
+func oneDiskOp(s tier.Stats) bool { return s.DiskInflight == 1 }
+
+// busyDiskProxy stores /d1, /d2 and /d3, restarts the node so that they
+// are on disk only, and stores /hot in memory (and on disk); then it
+// holds a read of /d1 at the disk until busy tells the disk is busy
+// (past queue operations in flight, or latency). unstick lets the disk
+// go and waits for that read.
+func busyDiskProxy(t *testing.T, o *origin, cfg Config, queue int, latency time.Duration, busy func(tier.Stats) bool) (
+	p *httptest.Server, h *Handler, tiers *tier.Tiers, reg *prometheus.Registry, unstick func()) {
+	t.Helper()
+	dir := t.TempDir()
+	p, h0 := proxyFor(t, o, dir, Limits{})
+	for _, path := range []string{"/d1", "/d2", "/d3"} {
+		fetch(t, "GET", p.URL+path)
+	}
+	h0.tiers.Flush()
+	p.Close()
+
+	disk := &stuckDisk{release: make(chan struct{})}
+	tiers, err := tier.Open(tier.Config{Dir: dir, NoSync: true, DiskQueue: queue, DiskLatency: latency, BeforeDiskIO: disk.before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg = prometheus.NewRegistry()
+	u, _ := url.Parse(o.URL)
+	cfg.Origins = []Origin{{URL: u}}
+	h, err = NewHandler(cfg, tiers, service.Env{Logger: slog.New(slog.DiscardHandler), Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = httptest.NewServer(h)
+	var wg sync.WaitGroup
+	unstick = func() { disk.unstick(); wg.Wait() }
+	t.Cleanup(func() { unstick(); p.Close(); h.Close(); tiers.Close() })
+	fetch(t, "GET", p.URL+"/hot") // in memory (and on disk)
+	tiers.Flush()                 // so that the one operation in flight is /d1's read
+	disk.stuck.Store(true)
+	wg.Add(1)
+	go func() { defer wg.Done(); fetch(t, "GET", p.URL+"/d1") }() // held by the disk
+	waitFor(t, "a disk read in flight", func() bool { return busy(tiers.Stats()) })
+	return p, h, tiers, reg, unstick
 }
 
 // gathered reads one labelled series of a counter from the registry, as

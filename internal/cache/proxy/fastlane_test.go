@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestFastLane: the fast lane answers as the proxy's net/http listener
@@ -110,7 +111,7 @@ func TestFastLaneBusyDisk(t *testing.T) {
 		w.Header().Set("Cache-Control", "max-age=3600")
 		io.WriteString(w, "origin "+r.URL.Path)
 	})
-	_, h, tiers, _ := busyDiskProxy(t, o, Config{})
+	_, h, tiers, _, _ := busyDiskProxy(t, o, Config{}, 1, time.Hour, oneDiskOp)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -2,20 +2,12 @@ package proxy
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/mure-dev/mure/internal/cache/tier"
-	"github.com/mure-dev/mure/internal/service"
 )
 
 // TestBypassBound: with the disk busy, requests for objects held only on
@@ -45,8 +37,8 @@ func TestBypassBound(t *testing.T) {
 				io.WriteString(w, "origin "+r.URL.Path)
 			})
 			var short atomic.Bool
-			p, h, tiers, reg := busyDiskProxy(t, o, Config{BypassMax: 1, BypassRedirect: tc.redirect,
-				CPUShort: short.Load, BypassTick: 5 * time.Millisecond})
+			p, h, tiers, reg, _ := busyDiskProxy(t, o, Config{BypassMax: 1, BypassRedirect: tc.redirect,
+				CPUShort: short.Load, BypassTick: 5 * time.Millisecond}, 1, time.Hour, oneDiskOp)
 			t.Cleanup(release)
 
 			if tc.cpu {
@@ -110,43 +102,6 @@ func TestBypassBound(t *testing.T) {
 			}
 		})
 	}
-}
-
-// busyDiskProxy stores /d1, /d2 and /d3 on disk only and /hot in memory,
-// then holds a read of /d1 at the disk so that the disk is busy (its
-// queue bound is one operation).
-func busyDiskProxy(t *testing.T, o *origin, cfg Config) (*httptest.Server, *Handler, *tier.Tiers, *prometheus.Registry) {
-	t.Helper()
-	dir := t.TempDir()
-	p, h0 := proxyFor(t, o, dir, Limits{})
-	for _, path := range []string{"/d1", "/d2", "/d3"} {
-		fetch(t, "GET", p.URL+path)
-	}
-	h0.tiers.Flush()
-	p.Close()
-
-	disk := &stuckDisk{release: make(chan struct{})}
-	tiers, err := tier.Open(tier.Config{Dir: dir, NoSync: true, DiskQueue: 1, DiskLatency: time.Hour, BeforeDiskIO: disk.before})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	u, _ := url.Parse(o.URL)
-	cfg.Origins = []Origin{{URL: u}}
-	h, err := NewHandler(cfg, tiers, service.Env{Logger: slog.New(slog.DiscardHandler), Metrics: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p = httptest.NewServer(h)
-	var wg sync.WaitGroup
-	t.Cleanup(func() { disk.unstick(); wg.Wait(); p.Close(); h.Close(); tiers.Close() })
-	fetch(t, "GET", p.URL+"/hot")
-	tiers.Flush()
-	disk.stuck.Store(true)
-	wg.Add(1)
-	go func() { defer wg.Done(); fetch(t, "GET", p.URL+"/d1") }()
-	waitFor(t, "a disk read in flight", func() bool { return tiers.Stats().DiskInflight == 1 })
-	return p, h, tiers, reg
 }
 
 // fetchNoRedirect GETs url without following a redirect.
