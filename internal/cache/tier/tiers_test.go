@@ -279,13 +279,23 @@ func TestWriteQueueFollowsMemoryTier(t *testing.T) {
 		}
 	}
 	tr.mem.CleanUp()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
 	st := tr.Stats()
 	if st.WriteQueueBytes > mem/4 || st.DiskSkipped == 0 {
 		t.Errorf("write queue %d bytes, %d skipped; want at most %d bytes queued and the rest skipped", st.WriteQueueBytes, st.DiskSkipped, mem/4)
 	}
-	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > mem+mem/4+2<<20 {
+	// The memory tier tells its evictions on goroutines of their own
+	// (otter's executor), each holding its object until it has run: the
+	// heap is read again until they have (1 run in ~15 saw 2 MiB more).
+	const bound = mem + mem/4 + 2<<20
+	var grown int64
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if grown = int64(after.HeapAlloc) - int64(before.HeapAlloc); grown <= bound || time.Now().After(deadline) {
+			break
+		}
+	}
+	if grown > bound {
 		t.Errorf("heap grew %d KiB for a %d KiB memory tier with the disk stuck (%d KiB stored)", grown>>10, mem>>10, n*size>>10)
 	}
 }
