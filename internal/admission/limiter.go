@@ -16,7 +16,7 @@ import (
 )
 
 // CodeOverloaded is the error code of a request the node turned away.
-const CodeOverloaded = "overloaded"
+const CodeOverloaded = api.CodeOverloaded
 
 // Defaults used for zero Config fields.
 //

@@ -38,6 +38,10 @@ const (
 	// CodeGatewayTimeout: an app behind the node took too long and was
 	// stopped or given up on.
 	CodeGatewayTimeout = "gateway_timeout"
+	// CodeOverloaded: admission turned the request away (503 with
+	// Retry-After; internal/admission, and the faces that answer before
+	// net/http does).
+	CodeOverloaded = "overloaded"
 )
 
 // Error writes the JSON error envelope.

@@ -8,9 +8,6 @@ import (
 	"github.com/mure-dev/mure/internal/api"
 )
 
-// codeOverloaded is admission's error code (admission.CodeOverloaded).
-const codeOverloaded = "overloaded"
-
 // refuse answers h with the 503 net/http's admission gives (api.Unavailable:
 // the JSON envelope, Retry-After), in one write. Past capacity the front
 // refuses thousands of reads a second; handing each to net/http cost a
@@ -22,7 +19,7 @@ func (f *Front) refuse(c net.Conn, h frontHead, refusal error) error {
 	if errors.As(refusal, &ra) {
 		secs = ra.RetryAfterSeconds()
 	}
-	body := api.ErrorBody(codeOverloaded, refusal.Error())
+	body := api.ErrorBody(api.CodeOverloaded, refusal.Error())
 	buf := frontBufs.Get().(*[]byte)
 	defer frontBufs.Put(buf)
 	b := append((*buf)[:0], "HTTP/1.1 503 Service Unavailable\r\nContent-Length: "...)
