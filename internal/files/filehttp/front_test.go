@@ -39,6 +39,18 @@ func startHandOverFront(t *testing.T, o FrontOptions, handler http.Handler) (f *
 	return f, ln.Addr().String(), opened
 }
 
+// dialFront connects to the front at addr, with a deadline timeout away
+// for everything the test does on the connection.
+func dialFront(t *testing.T, addr string, timeout time.Duration) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(timeout))
+	return c
+}
+
 // echo answers "METHOD PATH BODY" and, for /redirect, a 307 without
 // reading the body.
 func echo(w http.ResponseWriter, r *http.Request) {
@@ -97,12 +109,8 @@ func TestFrontHandsOver(t *testing.T) {
 // roundTrip sends raw bytes and reads until the server closes.
 func roundTrip(t *testing.T, addr, send string) string {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialFront(t, addr, 5*time.Second)
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := io.WriteString(c, send); err != nil {
 		t.Fatal(err)
 	}
@@ -117,12 +125,8 @@ func roundTrip(t *testing.T, addr, send string) string {
 // it is judged.
 func TestFrontSlowHead(t *testing.T) {
 	_, addr, _ := startHandOverFront(t, FrontOptions{}, http.HandlerFunc(echo))
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialFront(t, addr, 5*time.Second)
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
 	for _, part := range []string{"GET /fi", "les/a HTTP/1.1\r\nHo", "st: h\r\n", "\r\n"} {
 		io.WriteString(c, part)
 		time.Sleep(20 * time.Millisecond) // lets each piece arrive alone

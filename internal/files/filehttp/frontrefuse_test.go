@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -27,12 +26,8 @@ func TestFrontRefuses(t *testing.T) {
 		t.Fatal("no free slot")
 	}
 
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialFront(t, addr, 10*time.Second)
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(c)
 	ask := func(req string) (head http.Header, status int, body string) {
 		t.Helper()
@@ -121,12 +116,8 @@ func TestFrontWaitsForSlot(t *testing.T) {
 	if lim.Acquire(context.Background()) != nil {
 		t.Fatal("no free slot")
 	}
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialFront(t, addr, 10*time.Second)
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.WriteString(c, "GET /files/a HTTP/1.1\r\nHost: h\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
