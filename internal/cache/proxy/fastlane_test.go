@@ -34,14 +34,7 @@ func TestFastLane(t *testing.T) {
 		io.WriteString(w, "object "+r.URL.RequestURI()+" "+r.Header.Get("Accept-Language"))
 	})
 	p, h := proxyFor(t, o, t.TempDir(), Limits{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lane := newFastLane(h)
-	lane.start(ln, slog.New(slog.DiscardHandler))
-	t.Cleanup(func() { lane.shutdown(context.Background()) })
-	fast := "http://" + ln.Addr().String()
+	lane, fast := startFastLane(t, h)
 
 	tests := []struct {
 		name, method, path string
@@ -112,6 +105,21 @@ func TestFastLaneBusyDisk(t *testing.T) {
 		io.WriteString(w, "origin "+r.URL.Path)
 	})
 	_, h, tiers, _, _ := busyDiskProxy(t, o, Config{}, 1, time.Hour, oneDiskOp)
+	_, fast := startFastLane(t, h)
+
+	resp, body := fetch(t, "GET", fast+"/d2")
+	if cs := resp.Header.Get("Cache-Status"); body != "origin /d2" || !strings.Contains(cs, "detail=overload") {
+		t.Errorf("an object on a busy disk: %q, Cache-Status %q; want the origin's answer, detail=overload", body, cs)
+	}
+	if n := tiers.Stats().DiskRefused; n != 1 {
+		t.Errorf("disk refused %d for one request, want 1", n)
+	}
+}
+
+// startFastLane serves h's fast lane on a loopback port until the test
+// ends, and returns it and its base URL.
+func startFastLane(t *testing.T, h *Handler) (*fastLane, string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -119,12 +127,5 @@ func TestFastLaneBusyDisk(t *testing.T) {
 	lane := newFastLane(h)
 	lane.start(ln, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { lane.shutdown(context.Background()) })
-
-	resp, body := fetch(t, "GET", "http://"+ln.Addr().String()+"/d2")
-	if cs := resp.Header.Get("Cache-Status"); body != "origin /d2" || !strings.Contains(cs, "detail=overload") {
-		t.Errorf("an object on a busy disk: %q, Cache-Status %q; want the origin's answer, detail=overload", body, cs)
-	}
-	if n := tiers.Stats().DiskRefused; n != 1 {
-		t.Errorf("disk refused %d for one request, want 1", n)
-	}
+	return lane, "http://" + ln.Addr().String()
 }
