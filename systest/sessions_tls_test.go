@@ -21,7 +21,7 @@ import (
 // certificate from mure's CA, mure verifies the node: the session's
 // environment holds the CA (MURE_CA) beside the node's https:// address
 // (MURE_NODE), so `mure session ls` there is answered rather than failing
-// on an unknown authority.
+// on an unknown authority, and at the program's first instant.
 func TestSessionTLS(t *testing.T) {
 	needSessions(t)
 	dir := t.TempDir()
@@ -35,14 +35,11 @@ func TestSessionTLS(t *testing.T) {
 	bin := runnableBinary(t)
 	out := filepath.Join(os.TempDir(), randName("mure-tls-out-")) // where the session's account may write
 	t.Cleanup(func() { os.Remove(out) })
-	// The program waits for the test to say its session is recorded: a
-	// session's credential is known once StartSession has written the
-	// record, after the program has started. It stays after its answer:
-	// a session whose program ends at once is refused as failed to start
-	// (the cleanup kills it).
-	goFile := out + ".go"
-	t.Cleanup(func() { os.Remove(goFile) })
-	script := `while [ ! -e ` + goFile + ` ]; do sleep 0.05; done; ` + bin + ` session ls > ` + out + `.tmp 2>&1; echo "rc=$?" >> ` + out + `.tmp; mv ` + out + `.tmp ` + out + `; exec sleep 300`
+	// The program uses its credential at its first instant: the record
+	// that holds it is written before the program starts. It stays after
+	// its answer: a session whose program ends at once is refused as
+	// failed to start (the cleanup kills it).
+	script := bin + ` session ls > ` + out + `.tmp 2>&1; echo "rc=$?" >> ` + out + `.tmp; mv ` + out + `.tmp ` + out + `; exec sleep 300`
 	c := testcluster.Start(t, 1, testcluster.Options{Setup: func(i int, cfg *node.Config) {
 		cfg.TLSCert, cfg.TLSKey = crt, key
 		cfg.Sessions.HolderCommand = []string{bin, "session-holder"}
@@ -58,9 +55,6 @@ func TestSessionTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := client.New([]string{https}, client.WithToken(alice.token), client.WithCA(pool)).StartSession(ctx, client.NewSession{Kind: "check"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var got string

@@ -13,7 +13,7 @@ import (
 const tickEvery = time.Second
 
 // orphanAfter is how long a local holder may have no record before it is
-// ended (a record is written right after its holder starts; a node
+// ended (a record is written before its holder starts, but a node
 // catching up may not have applied it yet).
 const orphanAfter = 30 * time.Second
 
@@ -66,10 +66,15 @@ func (m *Manager) tick(ctx context.Context) {
 		if r.Node != me || ctx.Err() != nil {
 			continue
 		}
-		if _, ok := m.Dir(r.ID); ok {
+		if _, ok := m.Dir(r.ID); ok || m.isStarting(r.ID) {
 			continue
 		}
 		switch {
+		case r.State == StateStarting && r.Restarts == 0:
+			// A first start that failed, or whose node stopped while
+			// starting it: no program ever ran; nothing to show.
+			m.log.Warn("removing the record of a session that did not start", "session", r.ID)
+			m.unrecord(ctx, r.ID)
 		case r.State == StateStarting:
 			m.restartHere(ctx, r)
 		case r.State == StateRunning && time.Since(m.opened) > adoptGrace:
@@ -239,12 +244,17 @@ func (m *Manager) restartHere(ctx context.Context, r Session) {
 		_ = m.apply(ctx, SetOp(Move{ID: r.ID, Node: r.Node, State: StateLost}))
 		return
 	}
-	hash, err := m.spawn(ctx, r, k, holder.Size{Cols: 80, Rows: 24})
-	if err != nil {
+	// The new credential is recorded before the program starts (see Start).
+	token, hash := NewCredential(r.ID)
+	if err := m.apply(ctx, SetOp(Move{ID: r.ID, Node: r.Node, State: StateStarting, CredentialHash: hash})); err != nil {
+		m.log.Warn("cannot record a restarted session's credential; trying again", "session", r.ID, "err", err)
+		return
+	}
+	if err := m.spawn(ctx, r, k, holder.Size{Cols: 80, Rows: 24}, token); err != nil {
 		m.log.Warn("cannot restart a session here", "session", r.ID, "err", err)
 		_ = m.apply(ctx, SetOp(Move{ID: r.ID, Node: r.Node, State: StateLost}))
 		return
 	}
 	m.log.Info("session restarted here", "session", r.ID)
-	_ = m.apply(ctx, SetOp(Move{ID: r.ID, Node: m.cl.NodeID(), State: StateRunning, CredentialHash: hash}))
+	_ = m.apply(ctx, SetOp(Move{ID: r.ID, Node: m.cl.NodeID(), State: StateRunning}))
 }

@@ -77,6 +77,7 @@ type Manager struct {
 
 	mu        sync.Mutex
 	local     map[string]*local
+	starting  map[string]bool      // sessions Start is starting here
 	deadSince map[string]time.Time // node → first seen dead (leader)
 	opened    time.Time
 
@@ -117,7 +118,7 @@ func NewManager(cfg Config, cl Cluster) (*Manager, error) {
 		}
 		cfg.HolderCommand = []string{exe, "session-holder"}
 	}
-	m := &Manager{cfg: cfg, cl: cl, log: cfg.Logger, kinds: map[string]Kind{}, bal: newBalancer(nil), local: map[string]*local{},
+	m := &Manager{cfg: cfg, cl: cl, log: cfg.Logger, kinds: map[string]Kind{}, bal: newBalancer(nil), local: map[string]*local{}, starting: map[string]bool{},
 		deadSince: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
 	for _, k := range cfg.Kinds {
 		if err := k.Validate(); err != nil {
@@ -244,7 +245,7 @@ func (m *Manager) Start(ctx context.Context, user, kind string, size holder.Size
 	if !ok {
 		return Session{}, fmt.Errorf("%w %q on node %s", ErrUnknownKind, kind, m.cl.NodeID())
 	}
-	s := Session{ID: newID(), User: user, Kind: k.Name, Node: m.cl.NodeID(), State: StateRunning, Created: time.Now().UTC().Truncate(time.Second),
+	s := Session{ID: newID(), User: user, Kind: k.Name, Node: m.cl.NodeID(), State: StateStarting, Created: time.Now().UTC().Truncate(time.Second),
 		Placement: o.Placement, Parent: o.Parent, Command: o.Command}
 	if len(o.Command) > 0 && !k.RunsAsked() {
 		return Session{}, fmt.Errorf("%w: kind %s runs its own command; a command (mure run -- CMD) needs a kind of type shell without one, like %s", ErrBadRequest, k.Name, m.RunKind())
@@ -254,34 +255,71 @@ func (m *Manager) Start(ctx context.Context, user, kind string, size holder.Size
 			return Session{}, fmt.Errorf("%w: parent %s (yours are listed by mure session ls)", ErrNotFound, o.Parent)
 		}
 	}
-	hash, err := m.spawn(ctx, s, k, size)
-	if err != nil {
+	// The record, and with it the credential, is written before the
+	// program starts: a program may use its credential at its first
+	// instant. Until the holder runs the record says starting, and the
+	// loop leaves it to this call.
+	token, hash := NewCredential(s.ID)
+	s.CredentialHash = hash
+	m.setStarting(s.ID, true)
+	defer m.setStarting(s.ID, false)
+	if err := m.apply(ctx, AddOp(s)); err != nil {
+		return Session{}, fmt.Errorf("record session: %w", err)
+	}
+	if err := m.spawn(ctx, s, k, size, token); err != nil {
+		m.unrecord(ctx, s.ID)
 		return Session{}, err
 	}
-	s.CredentialHash = hash
-	if err := m.apply(ctx, AddOp(s)); err != nil {
-		m.killLocal(s.ID, "its record could not be written")
-		return Session{}, fmt.Errorf("record session: %w", err)
+	s.State = StateRunning
+	if err := m.apply(ctx, SetOp(Move{ID: s.ID, Node: s.Node, State: StateRunning})); err != nil {
+		// The holder runs: the loop's next look at it sets the state.
+		m.log.Warn("a started session is still recorded as starting", "session", s.ID, "err", err)
 	}
 	m.log.Info("session started", "session", s.ID, "user", user, "kind", k.Name)
 	return s, nil
 }
 
-// spawn starts the holder of session s here, with a new credential
-// whose hash it returns.
-func (m *Manager) spawn(ctx context.Context, s Session, k Kind, size holder.Size) (string, error) {
+// setStarting marks session id as being started by Start here (the
+// loop leaves its starting record alone), or no longer.
+func (m *Manager) setStarting(id string, on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if on {
+		m.starting[id] = true
+	} else {
+		delete(m.starting, id)
+	}
+}
+
+func (m *Manager) isStarting(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.starting[id]
+}
+
+// unrecord removes the record of a session that did not start, even when
+// the request that asked for it was cancelled; if it cannot, the loop
+// removes it later (tick: a first start's record with no holder).
+func (m *Manager) unrecord(ctx context.Context, id string) {
+	if err := m.apply(context.WithoutCancel(ctx), DeleteOp(id)); err != nil && !isNotFound(err) {
+		m.log.Warn("could not remove the record of a session that did not start", "session", id, "err", err)
+	}
+}
+
+// spawn starts the holder of session s here, giving its program the
+// credential token.
+func (m *Manager) spawn(ctx context.Context, s Session, k Kind, size holder.Size, token string) error {
 	if err := CanSwitch(); err != nil {
-		return "", err
+		return err
 	}
 	acct, err := lookupAccount(m.cfg.AccountPrefix, s.User)
 	if err != nil {
-		return "", err
+		return err
 	}
 	dir := filepath.Join(m.cfg.Dir, s.ID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("sessions: %w", err)
+		return fmt.Errorf("sessions: %w", err)
 	}
-	token, hash := NewCredential(s.ID)
 	spec, err := m.spec(s, k, acct, size, dir)
 	if err == nil {
 		err = writeKind(dir, k)
@@ -295,12 +333,12 @@ func (m *Manager) spawn(ctx context.Context, s Session, k Kind, size holder.Size
 	if err != nil {
 		m.cfg.Cgroups.remove(s.ID)
 		os.RemoveAll(dir)
-		return "", err
+		return err
 	}
 	m.mu.Lock()
 	m.local[s.ID] = &local{id: s.ID, dir: dir, kind: k}
 	m.mu.Unlock()
-	return hash, nil
+	return nil
 }
 
 // spec is what the holder runs for session s.

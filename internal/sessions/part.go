@@ -32,7 +32,8 @@ const (
 const (
 	// StateRunning: its holder runs on Node.
 	StateRunning = "running"
-	// StateStarting: Node is to start it (a restart elsewhere).
+	// StateStarting: Node is starting it (a new session, recorded before
+	// its holder starts, or a restart elsewhere).
 	StateStarting = "starting"
 	// StateLost: its node died, or its holder was gone when the node came
 	// back; only kill removes it.
