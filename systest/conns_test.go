@@ -117,3 +117,64 @@ func refusals(t *testing.T, addr string) int {
 	}
 	return -1
 }
+
+// TestStatusCountsPorts: /status's api.connections counts the connections
+// open on --s3's and --proxy's ports as well as the client ports', and
+// api.ports gives each listener's count, with no --max-conns bound too
+// (the listener then only counts).
+func TestStatusCountsPorts(t *testing.T) {
+	var s3Addr, proxyAddr string
+	c := testcluster.Start(t, 1, testcluster.Options{Setup: func(i int, cfg *node.Config) {
+		cfg.MaxConns = 0
+		s3Addr, proxyAddr = testcluster.FreeAddr(t), testcluster.FreeAddr(t)
+		cfg.S3Addr = s3Addr
+		cfg.Proxy = &proxy.Config{Addr: proxyAddr, Origins: []proxy.Origin{{URL: &url.URL{Scheme: "http", Host: "127.0.0.1:9"}}}}
+	}})
+	c.WaitReady(0)
+	type status struct {
+		Services struct {
+			API node.APIStatus `json:"api"`
+		} `json:"services"`
+	}
+	read := func() (st status) {
+		a := call(t, c.HTTPAddr(0), "GET", "/status", bearer(c.Token()), "")
+		b, _ := json.Marshal(a.body)
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	base := read().Services.API.Connections
+	var conns []net.Conn
+	for _, addr := range []string{s3Addr, s3Addr, proxyAddr} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conns = append(conns, conn)
+	}
+	byPort := func(api node.APIStatus) map[string]int {
+		m := map[string]int{}
+		for _, p := range api.Ports {
+			m[p.Port] += p.Connections
+		}
+		return m
+	}
+	var api node.APIStatus
+	testcluster.WaitFor(t, 10*time.Second, "/status to count the --s3 and --proxy connections", func() bool {
+		api = read().Services.API
+		p := byPort(api)
+		return p["s3"] == 2 && p["proxy"] == 1 && api.Connections >= base+3
+	})
+	if p := byPort(api); p["client"] < 1 {
+		t.Errorf("ports %+v: the client port's count misses the status request's own connection", api.Ports)
+	}
+	for _, conn := range conns {
+		conn.Close()
+	}
+	testcluster.WaitFor(t, 10*time.Second, "closed connections to leave the counts", func() bool {
+		p := byPort(read().Services.API)
+		return p["s3"] == 0 && p["proxy"] == 0
+	})
+}

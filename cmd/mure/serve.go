@@ -42,7 +42,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&join, "join", "", "comma-separated peer addresses of members to join (first start only)")
 	fs.StringVar(&keyFile, "key-file", "", "file holding the cluster key (a founding node's DATA/cluster.key); or set MURE_KEY")
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 256, "client requests executed at once; more wait")
-	fs.IntVar(&cfg.MaxConns, "max-conns", 10000, "client connections open at once on each client port and on --s3; beyond, a new one is answered 503 at once (0: no bound)")
+	fs.IntVar(&cfg.MaxConns, "max-conns", 10000, "client connections open at once on each client port, on --s3 and on --proxy's ports; beyond, a new one is answered 503 at once (0: no bound)")
 	fs.IntVar(&cfg.MaxQueue, "max-queue", 1024, "client requests waiting for a slot; beyond, 503 with Retry-After")
 	fs.IntVar(&cfg.MaxWriteInFlight, "max-write-inflight", node.DefaultMaxWriteInFlight, "of those, file writes (PUT, DELETE) executed at once")
 	fs.IntVar(&cfg.MaxWriteQueue, "max-write-queue", node.DefaultMaxWriteQueue, "file writes waiting for a write slot; beyond, 503 with Retry-After")

@@ -33,7 +33,8 @@ func newLimitListener(ln net.Listener, max, perClient int, rejected func(string)
 // LimitConns bounds the connections open on ln at once: beyond max, a new
 // connection is answered at once with a 503 in JSON and closed (a node's
 // client port: idle keep-alive connections cost memory and descriptors
-// that raft and the store need too). rejected is told each refusal.
+// that raft and the store need too). rejected is told each refusal. A max
+// of 0 or less bounds nothing: the listener only counts (Open).
 func LimitConns(ln net.Listener, max int, rejected func(reason string)) net.Listener {
 	return &limitListener{Listener: ln, max: max, who: "this node", rejected: rejected, byAddr: map[netip.Addr]int{}}
 }
@@ -59,7 +60,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		addr := clientAddr(c).Addr()
 		l.mu.Lock()
 		switch {
-		case l.open >= l.max:
+		case l.max > 0 && l.open >= l.max:
 			l.mu.Unlock()
 			l.refuse(c, l.who+" has "+strconv.Itoa(l.max)+" connections open, its limit; retry shortly")
 			l.rejected("max_conns")

@@ -108,11 +108,17 @@ func (a *apiService) Stop(ctx context.Context) error {
 
 // APIStatus is the client API's part of /status.
 type APIStatus struct {
-	// Connections is the client connections open on the client ports;
-	// Refused, those refused over --max-conns since the start.
-	Connections int    `json:"connections"`
-	Refused     int64  `json:"refused"`
-	Fast        string `json:"fast,omitempty"`
+	// Connections is the client connections open on the node's
+	// client-facing ports: the client API's and the fast lane's (as their
+	// servers count them, with those a front door hands over), --s3's and
+	// --proxy's; Refused, those refused over --max-conns since the start.
+	Connections int   `json:"connections"`
+	Refused     int64 `json:"refused"`
+	// Ports is each client-facing listener's open connections, as
+	// --max-conns counts them (the client port's count includes the
+	// connections not yet handed to a server).
+	Ports []PortConns `json:"ports,omitempty"`
+	Fast  string      `json:"fast,omitempty"`
 	// UI is the monitoring port's address (--ui-addr), when it has one.
 	UI string `json:"ui,omitempty"`
 	// FrontServed is the plain reads the front answered itself since the
@@ -128,7 +134,7 @@ type APIStatus struct {
 }
 
 func (a *apiService) Status() any {
-	st := APIStatus{Connections: a.n.openConns(), Refused: a.n.refused.Load(), Fast: a.n.FastAddr(), UI: a.n.UIAddr()}
+	st := APIStatus{Connections: a.n.openConns(), Refused: a.n.refused.Load(), Ports: a.n.ports.each(), Fast: a.n.FastAddr(), UI: a.n.UIAddr()}
 	a.mu.Lock()
 	for _, f := range a.fronts {
 		st.FrontServed += f.Served()
@@ -141,10 +147,11 @@ func (a *apiService) Status() any {
 	return st
 }
 
-// openConns returns the client connections open on both client ports
-// (net/http's, the fronts' and the fast lane's).
+// openConns returns the client connections open on the client-facing
+// ports: on both client ports (net/http's, the fronts' and the fast
+// lane's), on --s3's and on --proxy's.
 func (n *Node) openConns() int {
-	c := int(n.conns.Load())
+	c := int(n.conns.Load()) + n.ports.others()
 	if n.api != nil {
 		if fast := n.api.fast.Load(); fast != nil {
 			c += fast.OpenConnections()
@@ -173,13 +180,13 @@ func (n *Node) listenClient() error {
 	if n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("client API port %s: %w", cfg.HTTPAddr, err)
 	}
-	n.httpLn = n.limitConns(n.httpLn, nil)
+	n.httpLn = n.limitConns("client", n.httpLn, nil)
 	if cfg.FastHTTPAddr != "" {
 		if n.fastLn, err = net.Listen("tcp", cfg.FastHTTPAddr); err != nil {
 			n.httpLn.Close()
 			return fmt.Errorf("fast read lane port %s: %w", cfg.FastHTTPAddr, err)
 		}
-		n.fastLn = n.limitConns(n.fastLn, nil)
+		n.fastLn = n.limitConns("fast", n.fastLn, nil)
 	}
 	if err := n.listenUI(); err != nil {
 		n.closeClientListeners()

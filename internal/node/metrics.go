@@ -53,7 +53,7 @@ func (n *Node) registerMetrics() {
 	gauge("host_memory_limit_bytes", "Memory limit of this node's host (0: none).", host(func(s hostload.Sample) float64 { return float64(s.MemoryLimit) }))
 	n.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "mure", Name: "client_connections_refused_total",
 		Help: "Client connections answered 503 at once because the port held --max-conns."}, func() float64 { return float64(n.refused.Load()) }))
-	gauge("client_connections", "Client connections open on this node's client ports (direct and handed over by a front door).", func() float64 { return float64(n.openConns()) })
+	gauge("client_connections", "Client connections open on this node's client-facing ports: the client API's and fast lane's (direct and handed over by a front door), --s3's and --proxy's.", func() float64 { return float64(n.openConns()) })
 	n.handedOver = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "mure", Name: "handover_rejected_total",
 		Help: "Relayed connections this node refused (421), by reason: bad_mac, stale, not_dispatcher, malformed."}, []string{"reason"})
 	n.reg.MustRegister(n.handedOver)

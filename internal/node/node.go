@@ -83,10 +83,12 @@ type Node struct {
 	// (clientHandler); S3's writes take its slots too.
 	writeAdmission *admission.Limiter
 
-	// conns counts the client connections open on the main port (direct
-	// and handed over); gossiped as the node's load.
+	// conns counts the client connections net/http holds on the main port
+	// (direct and handed over); openConns adds the others, and is
+	// gossiped as the node's load.
 	conns      atomic.Int64
 	refused    atomic.Int64 // client connections refused over MaxConns
+	ports      clientPorts  // each client-facing listener's open connections
 	handedOver *prometheus.CounterVec
 	// NewKey is set when this start created the cluster key; NewAdmin
 	// when it created the admin credential (AdminTokenPath).
@@ -350,12 +352,12 @@ func (n *Node) connRefused(string) { n.refused.Add(1) }
 // limitConns bounds a client-facing listener (the client ports, --s3,
 // --proxy) to --max-conns connections open at once (0: no bound); beyond,
 // a new one is refused at once, counted by connRefused, with answer's
-// response (nil: the 503 in JSON).
-func (n *Node) limitConns(ln net.Listener, answer func(c net.Conn, msg string)) net.Listener {
-	if n.cfg.MaxConns <= 0 {
-		return ln
-	}
-	return frontdoor.LimitConnsAnswer(ln, n.cfg.MaxConns, n.connRefused, answer)
+// response (nil: the 503 in JSON). The listener's open connections are
+// counted, bounded or not, as port in /status (ports.go).
+func (n *Node) limitConns(port string, ln net.Listener, answer func(c net.Conn, msg string)) net.Listener {
+	l := frontdoor.LimitConnsAnswer(ln, n.cfg.MaxConns, n.connRefused, answer)
+	n.ports.add(port, l)
+	return l
 }
 
 // serviceNames lists the running services in start order.

@@ -16,7 +16,7 @@ func (n *Node) proxyService() (*proxy.Service, error) {
 	pc.Dir = filepath.Join(n.cfg.DataDir, "cache")
 	pc.NoSync = n.cfg.NoSync
 	pc.TLS = n.scheme() == "https"
-	pc.Listen = func(ln net.Listener) net.Listener { return n.withTLS(n.limitConns(ln, nil)) }
+	pc.Listen = func(ln net.Listener) net.Listener { return n.withTLS(n.limitConns("proxy", ln, nil)) }
 	return proxy.NewService(pc)
 }
 

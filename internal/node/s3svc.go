@@ -34,7 +34,7 @@ func (n *Node) s3Service() (*s3.Service, error) {
 // S3's XML, counted with the client ports' refusals), then TLS when the
 // node has a certificate.
 func (n *Node) s3Listener(ln net.Listener) net.Listener {
-	return n.withTLS(n.limitConns(ln, s3.RefuseConn))
+	return n.withTLS(n.limitConns("s3", ln, s3.RefuseConn))
 }
 
 // nodeKeys opens access keys with the node's authenticator, which exists
