@@ -25,10 +25,14 @@ type Client struct {
 	user, password string
 	roots          *x509.CertPool // WithCA
 	hc             *http.Client
-	attempts       int
-	forward        bool
-	log            *slog.Logger
-	rr             atomic.Uint32
+	// readHC sends plain whole-file reads (plainRead): by default a pool of
+	// connections of its own, so that reads after a write still reach a
+	// node's front (see WithReadHTTPClient).
+	readHC   *http.Client
+	attempts int
+	forward  bool
+	log      *slog.Logger
+	rr       atomic.Uint32
 }
 
 // Option configures a Client.
@@ -40,7 +44,17 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // WithHTTPClient uses a copy of hc. Its CheckRedirect is replaced (the Client
 // follows redirects itself) and an *http.Transport without
 // ExpectContinueTimeout is cloned with a timeout of 5s.
+// Reads go through the same hc unless WithReadHTTPClient is given too.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithReadHTTPClient sends plain whole-file reads (GET and HEAD of a file
+// without a range, a condition or a query) through a copy of hc, treated
+// as WithHTTPClient's. Give it a transport of its own: a node's
+// front answers plain reads only on a connection that has carried nothing
+// else (a connection that carried a write or a range stays with the full
+// HTTP server; docs/decisions/0070-reads-on-their-own-connections.md). A
+// client without WithHTTPClient does this by itself.
+func WithReadHTTPClient(hc *http.Client) Option { return func(c *Client) { c.readHC = hc } }
 
 // WithAttempts sets the total number of attempts of a request across nodes
 // (default 6, with a backoff from 50 ms doubling up to 1 s between them:
@@ -88,13 +102,29 @@ func New(nodes []string, opts ...Option) *Client {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	c.hc = httpClient(c.hc)
-	if t, ok := c.hc.Transport.(*http.Transport); ok && c.roots != nil {
-		t = t.Clone()
-		t.TLSClientConfig = &tls.Config{RootCAs: c.roots, MinVersion: tls.VersionTLS12}
-		c.hc.Transport = t
+	switch {
+	case c.readHC != nil:
+		c.readHC = c.httpClient(c.readHC)
+	case c.hc == nil:
+		c.readHC = c.httpClient(nil) // a pool of its own
+	}
+	c.hc = c.httpClient(c.hc)
+	if c.readHC == nil {
+		c.readHC = c.hc
 	}
 	return c
+}
+
+// httpClient is the copy of hc the client uses (httpClient), with the
+// roots of WithCA.
+func (c *Client) httpClient(hc *http.Client) *http.Client {
+	hc = httpClient(hc)
+	if t, ok := hc.Transport.(*http.Transport); ok && c.roots != nil {
+		t = t.Clone()
+		t.TLSClientConfig = &tls.Config{RootCAs: c.roots, MinVersion: tls.VersionTLS12}
+		hc.Transport = t
+	}
+	return hc
 }
 
 func httpClient(hc *http.Client) *http.Client {

@@ -146,7 +146,11 @@ func (c *Client) send(ctx context.Context, node string, cl *call) (*http.Respons
 		var wrote atomic.Bool
 		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }}
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
-		resp, err := c.hc.Do(req)
+		hc := c.hc
+		if plainRead(req) {
+			hc = c.readHC
+		}
+		resp, err := hc.Do(req)
 		if err != nil {
 			if wrote.Load() {
 				return nil, &sentError{err}
@@ -200,6 +204,14 @@ func (c *Client) newRequest(ctx context.Context, u *url.URL, cl *call) (*http.Re
 	}
 	req.Header.Set("User-Agent", "mure-client")
 	return req, nil
+}
+
+// plainRead reports whether req is a whole-file read with no condition,
+// the request a node's front answers itself: it goes on the read pool,
+// whose connections carry nothing else (WithReadHTTPClient).
+func plainRead(req *http.Request) bool {
+	return (req.Method == http.MethodGet || req.Method == http.MethodHead) && strings.HasPrefix(req.URL.Path, "/files/") &&
+		req.URL.RawQuery == "" && req.Header.Get("Range") == "" && req.Header.Get("If-None-Match") == ""
 }
 
 // sentError marks a transport error after the request (or a replay of it)

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,6 +66,34 @@ func TestBenchReplicatedIO(t *testing.T) {
 	if st, err := os.Stat(chart); err != nil || st.Size() == 0 {
 		t.Fatalf("chart: %v", err)
 	}
+	// The reads of local copies reach the node's front, as curl's and
+	// wrk's do: they do not share the writes' connections (decision 0070).
+	if served := frontServed(t, node); served == 0 {
+		t.Error("the node's front answered none of the bench's reads")
+	}
+}
+
+// frontServed reads services.api.front_served from node's /status.
+func frontServed(t *testing.T, node string) uint64 {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+node+"/status", nil)
+	req.Header.Set("Authorization", "Bearer "+os.Getenv("MURE_TOKEN"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Services struct {
+			API struct {
+				FrontServed uint64 `json:"front_served"`
+			} `json:"api"`
+		} `json:"services"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Services.API.FrontServed
 }
 
 func TestBenchSmallOps(t *testing.T) {

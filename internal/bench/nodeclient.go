@@ -16,7 +16,9 @@ type nodeClient struct {
 	// load makes a single attempt per request, so that failures show up as
 	// errors instead of hidden retries; setup retries as the CLI does.
 	load, setup *client.Client
-	transport   *http.Transport
+	// transports: writes' and others', and plain reads' (a pool of their
+	// own, as the client keeps by default, so that reads reach the front).
+	transports [2]*http.Transport
 }
 
 // newNodeClients returns n clients, client i pinned to
@@ -28,24 +30,28 @@ func newNodeClients(nodes []string, token string, base, n int) []*nodeClient {
 	cs := make([]*nodeClient, n)
 	for i := range cs {
 		node := nodes[(base+i)%len(nodes)]
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-		t.ExpectContinueTimeout = 5 * time.Second
-		t.MaxIdleConnsPerHost = 64
-		hc := &http.Client{Transport: &namedTransport{base: t, name: "bench-c" + strconv.Itoa(base+i)}}
-		cs[i] = &nodeClient{
-			node:      node,
-			load:      client.New([]string{node}, client.WithToken(token), client.WithHTTPClient(hc), client.WithAttempts(1)),
-			setup:     client.New([]string{node}, client.WithToken(token), client.WithHTTPClient(hc)),
-			transport: t,
+		c := &nodeClient{node: node}
+		var hcs [2]*http.Client
+		for j := range c.transports {
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+			t.ExpectContinueTimeout = 5 * time.Second
+			t.MaxIdleConnsPerHost = 64
+			c.transports[j] = t
+			hcs[j] = &http.Client{Transport: &namedTransport{base: t, name: "bench-c" + strconv.Itoa(base+i)}}
 		}
+		c.load = client.New([]string{node}, client.WithToken(token), client.WithHTTPClient(hcs[0]), client.WithReadHTTPClient(hcs[1]), client.WithAttempts(1))
+		c.setup = client.New([]string{node}, client.WithToken(token), client.WithHTTPClient(hcs[0]), client.WithReadHTTPClient(hcs[1]))
+		cs[i] = c
 	}
 	return cs
 }
 
 func closeNodeClients(cs []*nodeClient) {
 	for _, c := range cs {
-		c.transport.CloseIdleConnections()
+		for _, t := range c.transports {
+			t.CloseIdleConnections()
+		}
 	}
 }
 
