@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"flag"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,7 +29,8 @@ func proxyFlags(fs *flag.FlagSet) func() *proxy.Config {
 	fs.BoolVar(&heuristic, "proxy-heuristic", true, "give responses with Last-Modified but no explicit lifetime a heuristic one (10% of their age, at most a day), as RFC 9111 permits")
 	fs.BoolVar(&bypass, "proxy-bypass", true, "when the disk tier is past its capacity (--proxy-disk-queue, --proxy-disk-latency), send requests for objects held only on disk to the origin and keep new objects in memory only, instead of queuing behind the disk")
 	fs.IntVar(&cfg.DiskQueue, "proxy-disk-queue", 64, "disk tier reads and writes in flight beyond which the disk counts as busy (see --proxy-bypass)")
-	fs.IntVar(&cfg.BypassMax, "proxy-bypass-max", proxy.DefaultBypassMax, "requests relayed to the origin at once while the disk is busy (those for objects held only on disk, and misses; 0: the default); the bound halves while the CPU runs short (the host's quota exhausted, or goroutines waiting for a CPU), so that hits from memory keep their CPU; beyond it requests are shed (503 with Retry-After, or see --proxy-bypass-redirect)")
+	cfg.BypassMax = proxy.DefaultBypassMax
+	fs.Var((*bypassMaxFlag)(&cfg.BypassMax), "proxy-bypass-max", "requests relayed to the origin at once while the disk is busy (those for objects held only on disk, and misses; 0: none, all of them are shed; --proxy-bypass=false queues them behind the disk instead); the bound halves while the CPU runs short (the host's quota exhausted, or goroutines waiting for a CPU), so that hits from memory keep their CPU; beyond it requests are shed (503 with Retry-After, or see --proxy-bypass-redirect)")
 	fs.BoolVar(&cfg.BypassRedirect, "proxy-bypass-redirect", false, "shed requests beyond --proxy-bypass-max with a 307 to the same target at the origin (only for origins the clients can reach) instead of a 503")
 	fs.DurationVar(&cfg.DiskLatency, "proxy-disk-latency", 100*time.Millisecond, "age of the oldest disk tier operation in flight beyond which the disk counts as busy (see --proxy-bypass)")
 	return func() *proxy.Config {
@@ -76,5 +79,34 @@ func (s *sizeFlag) Set(v string) error {
 		return err
 	}
 	*s = sizeFlag(n)
+	return nil
+}
+
+// bypassMaxFlag is --proxy-bypass-max: a count, 0 meaning no relays
+// (proxy.NoRelays: a Config's 0 is the default, as its other fields'),
+// a negative count refused.
+type bypassMaxFlag int
+
+func (f *bypassMaxFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	if *f == proxy.NoRelays {
+		return "0"
+	}
+	return strconv.Itoa(int(*f))
+}
+
+func (f *bypassMaxFlag) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		return errors.New("not a whole number")
+	case n < 0:
+		return errors.New("must not be negative (0: relay none)")
+	case n == 0:
+		n = proxy.NoRelays
+	}
+	*f = bypassMaxFlag(n)
 	return nil
 }

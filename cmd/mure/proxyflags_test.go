@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mure-dev/mure/internal/cache/proxy"
 )
 
 // TestProxyFlagsFromConfigFile: several origins from a config file, sizes
@@ -53,6 +55,43 @@ func TestProxyFlagsFromConfigFile(t *testing.T) {
 				if o.String() != tc.origins[i] {
 					t.Errorf("origin %d = %s, want %s", i, o, tc.origins[i])
 				}
+			}
+		})
+	}
+}
+
+// TestProxyBypassMaxFlag: --proxy-bypass-max 0 relays none (decision
+// 0069), not the default; unset is the default; a negative count is
+// refused with why.
+func TestProxyBypassMaxFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		want    int
+		wantErr string
+	}{
+		{"unset", nil, proxy.DefaultBypassMax, ""},
+		{"zero", []string{"--proxy-bypass-max", "0"}, proxy.NoRelays, ""},
+		{"eight", []string{"--proxy-bypass-max", "8"}, 8, ""},
+		{"negative", []string{"--proxy-bypass-max", "-1"}, 0, "must not be negative"},
+		{"not a number", []string{"--proxy-bypass-max", "many"}, 0, "not a whole number"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			done := proxyFlags(fs)
+			err := fs.Parse(append([]string{"--proxy", "127.0.0.1:8080"}, tc.args...))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := done().BypassMax; got != tc.want {
+				t.Errorf("BypassMax %d, want %d", got, tc.want)
 			}
 		})
 	}

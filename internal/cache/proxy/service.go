@@ -43,7 +43,8 @@ type Config struct {
 	DiskLatency time.Duration
 	NoBypass    bool
 	// BypassMax bounds those requests, and the misses while the disk is
-	// busy, sent to the origin at once (0: DefaultBypassMax); the bound
+	// busy, sent to the origin at once (0: DefaultBypassMax; NoRelays:
+	// none, every such request is shed); the bound
 	// halves whenever the CPU ran short in the last 100 ms (CPUShort) and
 	// grows back by one every 100 ms when it did not, so that relays
 	// never take the CPU hits from memory need. A request beyond it is
@@ -136,7 +137,7 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.DiskQueue < 0 || cfg.DiskLatency < 0 {
 		return nil, errors.New("proxy: --proxy-disk-queue and --proxy-disk-latency must not be negative")
 	}
-	if cfg.BypassMax < 0 {
+	if cfg.BypassMax < NoRelays {
 		return nil, errors.New("proxy: --proxy-bypass-max must not be negative")
 	}
 	cfg.Limits.fill(cfg.MemoryBytes)

@@ -17,6 +17,10 @@ const (
 	// DefaultBypassMax bounds the requests a busy disk sends to the
 	// origin at once.
 	DefaultBypassMax = 32
+	// NoRelays as Config.BypassMax relays nothing while the disk is busy:
+	// what memory does not hold is shed (--proxy-bypass-max 0; decision
+	// 0069).
+	NoRelays = -1
 	// bypassTick is how often the bound follows the host's CPU: the CFS
 	// quota period, so that one exhausted period is seen in the next.
 	bypassTick = 100 * time.Millisecond
@@ -41,8 +45,11 @@ type relays struct {
 }
 
 func newRelays(max int, cpuShort func() bool) *relays {
-	if max <= 0 {
+	switch {
+	case max == 0:
 		max = DefaultBypassMax
+	case max < 0:
+		max = 0 // NoRelays
 	}
 	g := &relays{max: int64(max), cpuShort: cpuShort}
 	g.limit.Store(g.max)

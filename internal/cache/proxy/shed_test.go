@@ -136,3 +136,37 @@ func TestSchedShort(t *testing.T) {
 		t.Error("not short though every wait is beyond 0")
 	}
 }
+
+// TestBypassNoRelays: a bound of NoRelays (--proxy-bypass-max 0) relays
+// nothing while the disk is busy: a disk-only object and a miss are shed
+// without asking the origin, and hits from memory are served; 0 in a
+// Config is the default bound.
+func TestBypassNoRelays(t *testing.T) {
+	if g := newRelays(0, nil); g.limit.Load() != DefaultBypassMax {
+		t.Errorf("a Config's 0: bound %d, want the default %d", g.limit.Load(), DefaultBypassMax)
+	}
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=3600")
+		io.WriteString(w, "origin "+r.URL.Path)
+	})
+	p, h, tiers, _, _ := busyDiskProxy(t, o, Config{BypassMax: NoRelays}, 1, time.Hour, oneDiskOp)
+	if l := h.relays.limit.Load(); l != 0 {
+		t.Fatalf("bound %d, want 0", l)
+	}
+	fetches := o.hits.Load()
+	for _, path := range []string{"/d3", "/new"} {
+		resp, _ := fetchNoRedirect(t, p.URL+path)
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(resp.Header.Get("Cache-Status"), "detail=shed") {
+			t.Errorf("%s with no relays: %d, Cache-Status %q; want 503 shed", path, resp.StatusCode, resp.Header.Get("Cache-Status"))
+		}
+	}
+	if n := o.hits.Load() - fetches; n != 0 {
+		t.Errorf("the origin saw %d fetches, want none", n)
+	}
+	if resp, body := fetch(t, "GET", p.URL+"/hot"); !strings.HasPrefix(resp.Header.Get("Cache-Status"), "mure; hit") || body != "origin /hot" {
+		t.Errorf("a memory hit with no relays: %q, Cache-Status %q", body, resp.Header.Get("Cache-Status"))
+	}
+	if !tiers.Busy() {
+		t.Error("the disk is no longer busy: the test proved nothing about bypass")
+	}
+}
