@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mure-dev/mure/internal/socket"
 )
 
 // The hand-over preamble: in proxy mode the front door opens a plain TCP
@@ -220,19 +222,7 @@ func (c *handoverConn) RemoteAddr() net.Addr {
 // TCPConn returns the TCP connection underneath, as limitedConn does.
 // Only writes may use it: reads must go through the connection, which
 // replays what the hand-over read first.
-func (c *handoverConn) TCPConn() *net.TCPConn { return tcpOf(c.Conn) }
-
-// tcpOf returns the TCP connection c is or wraps (by a TCPConn method),
-// nil if there is none.
-func tcpOf(c net.Conn) *net.TCPConn {
-	switch c := c.(type) {
-	case *net.TCPConn:
-		return c
-	case interface{ TCPConn() *net.TCPConn }:
-		return c.TCPConn()
-	}
-	return nil
-}
+func (c *handoverConn) TCPConn() *net.TCPConn { return socket.TCP(c.Conn) }
 
 // ReadFrom keeps sendfile and splice for what the server writes.
 func (c *handoverConn) ReadFrom(r io.Reader) (int64, error) {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/mure-dev/mure/internal/socket"
 )
 
 // limitListener bounds the front door's open connections, in all and per
@@ -116,7 +118,7 @@ func (c *limitedConn) ReadFrom(r io.Reader) (int64, error) {
 // TCPConn returns the TCP connection underneath (nil if there is none),
 // for the relay's copies (splice(2)) and for servers that write with
 // calls net.Conn does not offer (writev, MSG_MORE; filehttp's front).
-func (c *limitedConn) TCPConn() *net.TCPConn { return tcpOf(c.Conn) }
+func (c *limitedConn) TCPConn() *net.TCPConn { return socket.TCP(c.Conn) }
 
 // CloseWrite half-closes, for the relay.
 func (c *limitedConn) CloseWrite() error {

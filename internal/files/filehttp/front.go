@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mure-dev/mure/internal/files"
+	"github.com/mure-dev/mure/internal/socket"
 )
 
 // The front: the client port's listener, in front of net/http. It reads
@@ -381,7 +382,7 @@ func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader, memo *headMemo
 	defer frontBufs.Put(buf)
 	b := f.appendHead((*buf)[:0], rd, size, h.close)
 	body := h.get
-	tc := tcpOf(c)
+	tc := socket.TCP(c) // writev and MSG_MORE need the socket
 	sf, off := rd.Section()
 	if body && data != nil && len(data) <= frontCopyMax && (tc == nil || len(data) <= frontWritevMin) {
 		b = append(b, data...) // one write: head and body
@@ -435,19 +436,6 @@ const frontCopyMax = 64 << 10
 // connection); below it the copy costs less than the kernel's walk of a
 // second buffer.
 const frontWritevMin = 16 << 10
-
-// tcpOf returns the TCP connection c is or wraps (the front door's
-// connections say so with a TCPConn method), nil if there is none (TLS,
-// a pipe): writev and MSG_MORE need the socket.
-func tcpOf(c net.Conn) *net.TCPConn {
-	switch c := c.(type) {
-	case *net.TCPConn:
-		return c
-	case interface{ TCPConn() *net.TCPConn }:
-		return c.TCPConn()
-	}
-	return nil
-}
 
 var frontBufs = sync.Pool{New: func() any { b := make([]byte, 0, 65<<10); return &b }}
 

@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mure-dev/mure/internal/socket"
 )
 
 // writeHeadMore writes a response head that a body will follow at once
@@ -16,7 +18,7 @@ import (
 // tcp_nopush does (a head in a segment of its own costs the client a wake-up
 // and a read). Without a TCP connection underneath, a plain write.
 func writeHeadMore(c net.Conn, b []byte) error {
-	tc := tcpOf(c)
+	tc := socket.TCP(c)
 	if tc == nil {
 		_, err := c.Write(b)
 		return err

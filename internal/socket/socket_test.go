@@ -1,0 +1,51 @@
+package socket
+
+import (
+	"crypto/tls"
+	"net"
+	"testing"
+)
+
+// wrapped is a connection wrapping another, as the connection limit's do.
+type wrapped struct{ net.Conn }
+
+func (w wrapped) TCPConn() *net.TCPConn { return TCP(w.Conn) }
+
+// opaque wraps a connection without saying so.
+type opaque struct{ net.Conn }
+
+func TestTCP(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tc := c.(*net.TCPConn)
+	p1, p2 := net.Pipe()
+	defer p1.Close()
+	defer p2.Close()
+	for _, tc2 := range []struct {
+		name string
+		c    net.Conn
+		want *net.TCPConn
+	}{
+		{"the socket", tc, tc},
+		{"wrapped", wrapped{tc}, tc},
+		{"wrapped twice", wrapped{wrapped{tc}}, tc},
+		{"wrapped without saying", opaque{tc}, nil},
+		{"TLS over it", tls.Client(tc, &tls.Config{InsecureSkipVerify: true}), nil},
+		{"a pipe", p1, nil},
+		{"a pipe wrapped", wrapped{p1}, nil},
+	} {
+		t.Run(tc2.name, func(t *testing.T) {
+			if got := TCP(tc2.c); got != tc2.want {
+				t.Errorf("TCP = %v, want %v", got, tc2.want)
+			}
+		})
+	}
+}
