@@ -187,21 +187,56 @@ func (h *Holder) Config() *tls.Config {
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return h.cur.Load(), nil }}
 }
 
-// CAPEM returns the CA certificates the current chain ends with, in PEM:
-// those that sign themselves (a root, such as the CA mure ca issue puts
-// after a node's certificate). Nil when it holds none (a public CA's
-// chain: clients trust its root already). A node's sessions get it as
+// CAPEM returns, in PEM, what a client must trust to verify the current
+// chain: the CA certificates it ends with that sign themselves (a root,
+// such as the CA mure ca issue puts after a node's certificate); failing
+// those, its last certificate (topIssuer: a private CA's intermediate
+// given without its root). Nil when nothing is needed or nothing would
+// do: a chain the system's roots verify (a public CA's), or a certificate
+// alone, whose issuer the node does not have. A node's sessions get it as
 // MURE_CA, so that mure inside them verifies the node.
 func (h *Holder) CAPEM() []byte {
+	c := h.cur.Load()
 	var out []byte
-	for _, der := range h.cur.Load().Certificate[1:] {
-		c, err := x509.ParseCertificate(der)
-		if err != nil || !c.IsCA || c.CheckSignatureFrom(c) != nil {
+	for _, der := range c.Certificate[1:] {
+		cert, err := x509.ParseCertificate(der)
+		if err != nil || !cert.IsCA || cert.CheckSignatureFrom(cert) != nil {
 			continue
 		}
 		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
 	}
-	return out
+	if out != nil || len(c.Certificate) < 2 {
+		return out
+	}
+	return topIssuer(c)
+}
+
+// topIssuer returns the last certificate of c's chain, in PEM, when a
+// client trusting it alone verifies the leaf and one trusting the
+// system's roots does not. A chain the system trusts gets nil: MURE_CA
+// replaces the system's roots in the client, and an intermediate pinned
+// there would stop verifying at the CA's next intermediate.
+func topIssuer(c *tls.Certificate) []byte {
+	inter := x509.NewCertPool()
+	var last *x509.Certificate
+	for _, der := range c.Certificate[1:] {
+		cert, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil
+		}
+		inter.AddCert(cert)
+		last = cert
+	}
+	opts := x509.VerifyOptions{Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}
+	if _, err := c.Leaf.Verify(opts); err == nil {
+		return nil // the system's roots verify it
+	}
+	opts.Roots = x509.NewCertPool()
+	opts.Roots.AddCert(last)
+	if _, err := c.Leaf.Verify(opts); err != nil {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: last.Raw})
 }
 
 // NotAfter is when the current certificate expires.
