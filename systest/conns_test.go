@@ -19,7 +19,9 @@ import (
 )
 
 // TestMaxConns: a node holding --max-conns connections on a client port,
-// or on the caching proxy's port, answers the next one at once with a 503
+// or on the caching proxy's ports (net/http and the fast lane, which is
+// served the TCP connections bare and gives their slots back by
+// fasthttp's report of their end), answers the next one at once with a 503
 // in JSON that says why, counts it, and serves new connections again once
 // one has closed. Idle connections cannot take a node's memory and
 // descriptors without bound.
@@ -30,16 +32,17 @@ func TestMaxConns(t *testing.T) {
 	}))
 	defer origin.Close()
 	u, _ := url.Parse(origin.URL)
-	var proxyAddr string
+	var proxyAddr, fastAddr string
 	c := testcluster.Start(t, 1, testcluster.Options{Setup: func(i int, cfg *node.Config) {
 		cfg.MaxConns = 3
-		proxyAddr = testcluster.FreeAddr(t)
-		cfg.Proxy = &proxy.Config{Addr: proxyAddr, Origins: []proxy.Origin{{URL: u}}}
+		proxyAddr, fastAddr = testcluster.FreeAddr(t), testcluster.FreeAddr(t)
+		cfg.Proxy = &proxy.Config{Addr: proxyAddr, FastAddr: fastAddr, Origins: []proxy.Origin{{URL: u}}}
 	}})
 	c.WaitReady(0)
 	for _, port := range []struct{ name, addr, path string }{
 		{"client port", c.HTTPAddr(0), "/healthz"},
 		{"proxy port", proxyAddr, "/object"},
+		{"proxy fast lane", fastAddr, "/object"},
 	} {
 		t.Run(port.name, func(t *testing.T) {
 			before := refusals(t, c.HTTPAddr(0))

@@ -103,9 +103,15 @@ type limitedConn struct {
 }
 
 func (c *limitedConn) Close() error {
-	c.once.Do(c.release)
+	c.Release()
 	return c.Conn.Close()
 }
+
+// Release gives the connection's slot back without closing it (once;
+// Close does it too), for a server handed the TCP connection underneath
+// (TCPConn) that reports its end itself: fasthttp writes with writev only
+// to a *net.TCPConn (service.BareConns).
+func (c *limitedConn) Release() { c.once.Do(c.release) }
 
 // ReadFrom keeps sendfile and splice for what a server writes.
 func (c *limitedConn) ReadFrom(r io.Reader) (int64, error) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mure-dev/mure/internal/cache"
 	"github.com/mure-dev/mure/internal/cache/tier"
+	"github.com/mure-dev/mure/internal/service"
 )
 
 // The fast lane (--proxy-fast): a second listener of the same proxy on
@@ -35,7 +36,8 @@ type fastLane struct {
 	done chan struct{}
 	base context.Context // the requests' context, cancelled by shutdown
 	stop context.CancelFunc
-	hits atomic.Int64 // answered by the fast path itself
+	hits atomic.Int64      // answered by the fast path itself
+	bare service.BareConns // fasthttp's writev wants the TCP connection itself
 }
 
 func newFastLane(h *Handler) *fastLane {
@@ -59,6 +61,7 @@ func newFastLane(h *Handler) *fastLane {
 		NoDefaultContentType:  true,
 		NoDefaultServerHeader: true,
 		CloseOnShutdown:       true,
+		ConnState:             l.bare.ConnState,
 	}
 	return l
 }
@@ -67,7 +70,7 @@ func newFastLane(h *Handler) *fastLane {
 func (l *fastLane) start(ln net.Listener, log *slog.Logger) {
 	go func() {
 		defer close(l.done)
-		if err := l.srv.Serve(ln); err != nil {
+		if err := l.srv.Serve(l.bare.Listener(ln)); err != nil {
 			log.Error("proxy fast lane stopped", "err", err)
 		}
 	}()
