@@ -87,7 +87,9 @@ func TestBareConns(t *testing.T) {
 				ctx.SetBodyString("ok")
 			}}
 			done := make(chan error, 1)
-			go func() { done <- srv.Serve(bare.Listener(&slotListener{Listener: ln, tcp: tc.tcp, released: &released})) }()
+			go func() {
+				done <- srv.Serve(bare.Listener(&slotListener{Listener: ln, tcp: tc.tcp, released: &released}))
+			}()
 			t.Cleanup(func() { srv.Shutdown(); <-done })
 
 			c, err := net.Dial("tcp", ln.Addr().String())
