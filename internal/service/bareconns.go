@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/mure-dev/mure/internal/socket"
 )
 
 // BareConns hands a fasthttp server the TCP connections under the wrappers
@@ -26,9 +28,11 @@ type BareConns struct {
 }
 
 // bareWrapper is a connection that exposes the TCP connection under it and
-// can give back what it holds without closing it (frontdoor's limit).
+// can give back what it holds without closing it: frontdoor's limit over a
+// plain listener, which only counts. A wrapper that reads ahead of its
+// socket (the front door's hand-over) has no Release and is served as is.
 type bareWrapper interface {
-	TCPConn() *net.TCPConn
+	socket.Wrapper
 	Release()
 }
 
