@@ -44,9 +44,10 @@ type fakeCluster struct {
 	// fail, when set, decides the fate of a forwarded write to node:
 	// before (the call fails, nothing applied) or after (applied, then
 	// the connection is lost).
-	fail       map[string]string
-	forwards   map[string]int // forwarded calls received, by op
-	invBatches []int          // the size of each batch of invalidations received
+	fail         map[string]string
+	forwards     map[string]int // forwarded calls received, by op
+	invBatches   []int          // the size of each batch of invalidations received
+	fetchBatches []int          // the size of each batch fetch, in order
 
 	// noTake makes the cluster refuse Commit.Take, as one with a voter
 	// older than core v2 does; applied lists the commands applied.
@@ -253,6 +254,28 @@ func (p *fakePeers) FetchBlob(ctx context.Context, peer string, blob BlobRef) (i
 		return nil, err
 	}
 	return s.OpenBlob(blob.Path, blob.ID)
+}
+
+func (p *fakePeers) FetchBlobs(ctx context.Context, peer string, blobs []BlobRef, each func(i int, body io.Reader) error) error {
+	s, err := p.node(peer, "")
+	if err != nil {
+		return err
+	}
+	p.c.fmu.Lock()
+	p.c.fetchBatches = append(p.c.fetchBatches, len(blobs))
+	p.c.fmu.Unlock()
+	for i, b := range blobs {
+		blob, err := s.OpenBlob(b.Path, b.ID)
+		if err != nil {
+			continue // not there: skipped, as the peer route does
+		}
+		err = each(i, blob)
+		blob.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (p *fakePeers) Read(ctx context.Context, peer, path string, o OpenOptions) (Info, io.ReadCloser, error) {

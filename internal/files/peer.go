@@ -24,6 +24,13 @@ type Peers interface {
 	PushBlob(ctx context.Context, peer string, blob BlobRef, body io.Reader) error
 	// FetchBlob opens a committed blob held by the node.
 	FetchBlob(ctx context.Context, peer string, blob BlobRef) (io.ReadCloser, error)
+	// FetchBlobs fetches several committed blobs held by the node (at
+	// most MaxFetchBatch, small ones: the answer is read in one go), in
+	// one request where the node serves it. each is called in order with
+	// each blob the node has, its index in blobs and its content (read
+	// it before returning); a blob the node does not have is skipped. An
+	// error of each ends the fetch and is returned.
+	FetchBlobs(ctx context.Context, peer string, blobs []BlobRef, each func(i int, body io.Reader) error) error
 	// Read opens a read forwarded to the node (which runs Open).
 	Read(ctx context.Context, peer, path string, o OpenOptions) (Info, io.ReadCloser, error)
 	// Put forwards a write to the node (which runs Put).

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/pause"
 )
 
 // protected remembers blobs written but not yet committed in the
@@ -88,6 +89,7 @@ func (s *Service) replicateLoop(ctx context.Context) {
 	defer wg.Wait()
 	first := true
 	for {
+		round := time.Now()
 		changed := s.fsm.Changed()
 		paths, rescan := s.fsm.DrainChanges()
 		if rescan || first {
@@ -115,6 +117,7 @@ func (s *Service) replicateLoop(ctx context.Context) {
 			}
 		}
 		backlog := 0
+		var wants []fetchJob
 		for p, notBefore := range pending {
 			mu.Lock()
 			busy := inflight[p]
@@ -147,37 +150,50 @@ func (s *Service) replicateLoop(ctx context.Context) {
 				continue
 			}
 			backlog++
+			wants = append(wants, fetchJob{source: source, files: []*meta.File{f}})
+		}
+		// Small copies from one source go in one batch fetch (fetchbatch.go).
+	jobs:
+		for _, job := range fetchJobs(wants) {
 			select {
 			case sem <- struct{}{}:
 			default:
-				continue // all fetchers busy; next round
+				break jobs // all fetchers busy; next round
 			}
-			mu.Lock()
-			inflight[p] = true
-			mu.Unlock()
+			for _, f := range job.files {
+				mu.Lock()
+				inflight[f.Path] = true
+				mu.Unlock()
+				pending[f.Path] = now.Add(time.Second) // re-check after the fetch
+			}
 			wg.Add(1)
-			go func(f *meta.File) {
+			go func(job fetchJob) {
 				defer wg.Done()
-				reports := false
-				err := s.resumeReplica(ctx, f, source, func() {
-					select {
-					case reporting <- struct{}{}:
-						reports = true
-					case <-ctx.Done():
+				reports := 0
+				errs := s.resumeReplicas(ctx, job, func() {
+					for range job.files {
+						select {
+						case reporting <- struct{}{}:
+							reports++
+						case <-ctx.Done():
+						}
 					}
 					<-sem
 				})
-				if reports {
+				for range reports {
 					<-reporting
 				}
 				mu.Lock()
-				delete(inflight, f.Path)
-				mu.Unlock()
-				if err != nil && ctx.Err() == nil {
-					s.log.Warn("resume replica", "path", f.Path, "from", source, "err", err)
+				for _, f := range job.files {
+					delete(inflight, f.Path)
 				}
-			}(f)
-			pending[p] = now.Add(time.Second) // re-check after the fetch
+				mu.Unlock()
+				for i, err := range errs {
+					if err != nil && ctx.Err() == nil {
+						s.log.Warn("resume replica", "path", job.files[i].Path, "from", job.source, "err", err)
+					}
+				}
+			}(job)
 		}
 		s.metrics.backlog.Set(float64(backlog))
 		s.backlog.Store(int64(backlog))
@@ -185,10 +201,23 @@ func (s *Service) replicateLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-changed:
+			// Under a stream of writes every applied entry is a change:
+			// the next round waits out roundGap, so that one round looks
+			// at the paths of the entries applied meanwhile together.
+			if pause.Until(ctx, round.Add(roundGap)) != nil {
+				return
+			}
 		case <-tick.C:
 		}
 	}
 }
+
+// roundGap is the least time between two rounds of the replication worker
+// woken by changes: a round parses the settings and looks at every path
+// pending, and ran at every applied entry on every node (a thousand times
+// a second under small writes). Small beside resume.idle's grain (1 s)
+// and the resumer's tick (100 ms).
+const roundGap = 20 * time.Millisecond
 
 // plan decides whether this node must fetch f, and from whom.
 func (s *Service) plan(f *meta.File, cfg meta.Config) (source string, fetch bool) {
@@ -220,6 +249,11 @@ func (s *Service) resumeReplica(ctx context.Context, f *meta.File, source string
 	if err != nil {
 		return err
 	}
+	return s.reportResumed(ctx, f)
+}
+
+// reportResumed reports f's blob, now here, to the catalogue.
+func (s *Service) reportResumed(ctx context.Context, f *meta.File) error {
 	accepted, err := s.reportReplica(ctx, f)
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ func Routes(mux *http.ServeMux, svc *files.Service) {
 	mux.HandleFunc("POST /peer/files/invalidations", s.invalidations)
 	mux.HandleFunc("GET /peer/files/blob", s.blobGet)
 	mux.HandleFunc("PUT /peer/files/blob", s.blobPut)
+	mux.HandleFunc("POST /peer/files/blobs", s.blobs)
 	mux.HandleFunc("GET /peer/files/read", s.read)
 	mux.HandleFunc("PUT /peer/files/write", s.write)
 	mux.HandleFunc("POST /peer/files/delete", s.delete)

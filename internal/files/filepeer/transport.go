@@ -15,6 +15,7 @@ import (
 
 	"github.com/mure-dev/mure/internal/files"
 	"github.com/mure-dev/mure/internal/meta"
+	"github.com/mure-dev/mure/internal/store"
 )
 
 // Transport is the client side of the file service's peer traffic: it
@@ -122,6 +123,9 @@ func (t *Transport) FetchBlob(ctx context.Context, peer string, blob files.BlobR
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound {
+			return nil, fmt.Errorf("blob %s of %s on %s: %w", blob.ID, blob.Path, peer, store.ErrNotFound)
+		}
 		return nil, fmt.Errorf("status %d", resp.StatusCode)
 	}
 	return resp.Body, nil
