@@ -18,10 +18,10 @@ import (
 	"github.com/mure-dev/mure/internal/testcluster"
 )
 
-// TestMaxConns: a node holding --max-conns connections on a client port,
-// or on the caching proxy's ports (net/http and the fast lane, which is
-// served the TCP connections bare and gives their slots back by
-// fasthttp's report of their end), answers the next one at once with a 503
+// TestMaxConns: a node holding --max-conns connections on a client port
+// (net/http, the fast read lane), or on the caching proxy's ports (net/http
+// and the fast lane; the fasthttp lanes are served the TCP connections bare
+// and give their slots back by fasthttp's report of their end), answers the next one at once with a 503
 // in JSON that says why, counts it, and serves new connections again once
 // one has closed. Idle connections cannot take a node's memory and
 // descriptors without bound.
@@ -32,15 +32,18 @@ func TestMaxConns(t *testing.T) {
 	}))
 	defer origin.Close()
 	u, _ := url.Parse(origin.URL)
-	var proxyAddr, fastAddr string
+	var proxyAddr, fastAddr, readAddr string
 	c := testcluster.Start(t, 1, testcluster.Options{Setup: func(i int, cfg *node.Config) {
 		cfg.MaxConns = 3
+		readAddr = testcluster.FreeAddr(t)
+		cfg.FastHTTPAddr = readAddr
 		proxyAddr, fastAddr = testcluster.FreeAddr(t), testcluster.FreeAddr(t)
 		cfg.Proxy = &proxy.Config{Addr: proxyAddr, FastAddr: fastAddr, Origins: []proxy.Origin{{URL: u}}}
 	}})
 	c.WaitReady(0)
 	for _, port := range []struct{ name, addr, path string }{
 		{"client port", c.HTTPAddr(0), "/healthz"},
+		{"fast read lane", readAddr, "/healthz"}, // redirected to the client port once admitted
 		{"proxy port", proxyAddr, "/object"},
 		{"proxy fast lane", fastAddr, "/object"},
 	} {

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mure-dev/mure/internal/files"
+	"github.com/mure-dev/mure/internal/service"
 )
 
 // The fast read lane: a second listener that answers GET and HEAD of files
@@ -31,7 +32,8 @@ type FastLane struct {
 	allow    func(authorization, key string) bool
 	srv      *fasthttp.Server
 	nodeHdr  []byte
-	location []byte // "http://" + main
+	location []byte            // "http://" + main
+	bare     service.BareConns // fasthttp's writev wants the TCP connection itself
 }
 
 // NewFastLane returns the fast read lane of s; main is the node's main
@@ -55,11 +57,12 @@ func NewFastLane(s *files.Service, main string, allow func(authorization, key st
 		NoDefaultContentType: true,
 		CloseOnShutdown:      true,
 	}
+	l.srv.ConnState = l.bare.ConnState
 	return l
 }
 
 // Serve answers on ln until Shutdown.
-func (l *FastLane) Serve(ln net.Listener) error { return l.srv.Serve(ln) }
+func (l *FastLane) Serve(ln net.Listener) error { return l.srv.Serve(l.bare.Listener(ln)) }
 
 // Shutdown stops the lane, waiting for requests in flight until ctx ends.
 func (l *FastLane) Shutdown(ctx context.Context) error { return l.srv.ShutdownWithContext(ctx) }
