@@ -214,6 +214,7 @@ func (f *Front) serveConn(c net.Conn, st *atomic.Int32) {
 	}()
 	var idleSince time.Time // when the idle deadline was last set; zero: not set
 	var memo headMemo
+	var out memSender
 	for {
 		// A deadline set is timer work: the idle one is moved only once an
 		// eighth of it has passed, so a connection idles at least 7/8 of
@@ -251,7 +252,7 @@ func (f *Front) serveConn(c net.Conn, st *atomic.Int32) {
 			return
 		default:
 			_, _ = br.Discard(h.n)
-			err = f.answer(c, h, rd, &memo)
+			err = f.answer(c, h, rd, &memo, &out)
 			if f.o.Slots != nil {
 				f.o.Slots.Release()
 			}
@@ -374,8 +375,9 @@ func (c *replayConn) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
 
-// answer writes the response to h from rd, and closes rd.
-func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader, memo *headMemo) error {
+// answer writes the response to h from rd, and closes rd; out sends what
+// is in memory on a TCP connection.
+func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader, memo *headMemo, out *memSender) error {
 	data := rd.Bytes()
 	size := rd.Length()
 	buf := frontBufs.Get().(*[]byte)
@@ -391,11 +393,12 @@ func (f *Front) answer(c net.Conn, h frontHead, rd *files.Reader, memo *headMemo
 	*buf = b
 	var err error
 	switch {
+	case tc != nil && !body:
+		err = out.write(tc, b, nil)
+	case tc != nil && data != nil:
+		err = out.write(tc, b, data) // one writev: head and body, not copied
 	case !body:
 		_, err = c.Write(b)
-	case data != nil && tc != nil:
-		bufs := net.Buffers{b, data} // one writev: head and body, not copied
-		_, err = bufs.WriteTo(tc)
 	case data != nil:
 		if _, err = c.Write(b); err == nil {
 			_, err = c.Write(data)

@@ -105,3 +105,83 @@ func tcpPair(t *testing.T, ln net.Listener) (client net.Conn, server *net.TCPCon
 	t.Cleanup(func() { c.Close() })
 	return client, c.(*net.TCPConn)
 }
+
+// memSender sends a head and a body from memory exactly, on a socket
+// that takes them at once or one too small for them (it waits for the
+// client), and on one connection answer after answer; a client gone is an
+// error, not a hang.
+func TestMemSender(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	body := make([]byte, 3<<20)
+	rand.Read(body)
+	head := []byte("HTTP/1.1 200 OK\r\n\r\n")
+	for _, tc := range []struct {
+		name       string
+		head, body []byte
+		slow       bool
+	}{
+		{"head only", head, nil, false},
+		{"head and 64 KiB", head, body[:64<<10], false},
+		{"body only", nil, body[:100], false},
+		{"more than the buffers hold", head, body, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, server := tcpPair(t, ln)
+			if tc.slow {
+				client.(*net.TCPConn).SetReadBuffer(16 << 10)
+				server.SetWriteBuffer(16 << 10)
+			}
+			var out memSender
+			const answers = 3
+			sent := make(chan error, 1)
+			go func() {
+				for range answers {
+					if err := out.write(server, tc.head, tc.body); err != nil {
+						sent <- err
+						return
+					}
+				}
+				sent <- nil
+			}()
+			client.SetReadDeadline(time.Now().Add(10 * time.Second))
+			want := append(append([]byte(nil), tc.head...), tc.body...)
+			for i := range answers {
+				got := make([]byte, len(want))
+				if _, err := io.ReadFull(client, got); err != nil {
+					t.Fatalf("answer %d: read: %v", i, err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("answer %d: the bytes sent differ from the head and body", i)
+				}
+			}
+			if err := <-sent; err != nil {
+				t.Fatalf("write: %v", err)
+			}
+		})
+	}
+	t.Run("client gone", func(t *testing.T) {
+		client, server := tcpPair(t, ln)
+		client.Close()
+		var out memSender
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			for i := 0; err == nil && i < 100; i++ { // the first writes may still be taken
+				err = out.write(server, head, body[:64<<10])
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatal("writing to a closed client reported no error")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("writing to a closed client did not return")
+		}
+	})
+}
