@@ -54,7 +54,11 @@ type Placement struct {
 // Decision is a placement made and not yet finished: Placed must be
 // called with its outcome.
 type Decision struct {
-	Node      string
+	Node string
+	// ID is the new session's: chosen here, so that its record, written
+	// before its program starts (Start), is known as this placement's
+	// and not counted twice while it starts (Origin.ID).
+	ID        string
 	Placement *Placement
 	flight    uint64
 }
@@ -115,10 +119,12 @@ func (b *balancer) pending(now time.Time, recorded map[string]bool, figs map[str
 			continue
 		}
 		if f.seen && !recorded[f.id] { // ended since: it takes nothing any more
-			delete(b.flights, key)
+			if !f.done.IsZero() { // else placed, still to come, says how it went
+				delete(b.flights, key)
+			}
 			continue
 		}
-		f.seen = f.seen || !f.done.IsZero() && recorded[f.id]
+		f.seen = f.seen || f.id != "" && recorded[f.id]
 		inRecords := !f.seen
 		fg, ok := figs[f.node]
 		inFigures := f.done.IsZero() || !ok || !fg.At.After(f.done.Add(figuresLag))
@@ -178,8 +184,9 @@ func (b *balancer) decide(k Kind, user, me string, cands []string, recs []Sessio
 	}
 	b.next++
 	b.last[node] = b.next
-	b.flights[b.next] = &flight{node: node, user: user, kind: k.Name, why: pl, begun: now}
-	return Decision{Node: node, Placement: pl, flight: b.next}, nil
+	id := newID()
+	b.flights[b.next] = &flight{node: node, user: user, id: id, kind: k.Name, why: pl, begun: now}
+	return Decision{Node: node, ID: id, Placement: pl, flight: b.next}, nil
 }
 
 // count returns the IDs recorded, the sessions per node and user's
@@ -238,7 +245,7 @@ func (b *balancer) placed(d Decision, id, why string, seen bool) {
 		delete(b.flights, d.flight)
 		return
 	}
-	f.id, f.done, f.seen = id, time.Now(), seen
+	f.id, f.done, f.seen = id, time.Now(), f.seen || seen
 }
 
 // status returns the latest placements and the placements in flight per

@@ -201,6 +201,12 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// validID reports whether id has newID's form.
+func validID(id string) bool {
+	b, err := hex.DecodeString(id)
+	return err == nil && len(b) == 8 && hex.EncodeToString(b) == id
+}
+
 // apply proposes op and returns the part's refusal as an error.
 func (m *Manager) apply(ctx context.Context, o meta.Op) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -215,6 +221,9 @@ func (m *Manager) apply(ctx context.Context, o meta.Op) error {
 // Origin is where a new session comes from: why it was placed here, the
 // session it was started from, and the command asked for.
 type Origin struct {
+	// ID is the session's ID, when the decider chose it (Decision.ID);
+	// "": a new one.
+	ID        string
 	Placement *Placement
 	// Parent is the user's session this one belongs to ("": none).
 	Parent string
@@ -245,7 +254,13 @@ func (m *Manager) Start(ctx context.Context, user, kind string, size holder.Size
 	if !ok {
 		return Session{}, fmt.Errorf("%w %q on node %s", ErrUnknownKind, kind, m.cl.NodeID())
 	}
-	s := Session{ID: newID(), User: user, Kind: k.Name, Node: m.cl.NodeID(), State: StateStarting, Created: time.Now().UTC().Truncate(time.Second),
+	id := o.ID
+	if id == "" {
+		id = newID()
+	} else if !validID(id) {
+		return Session{}, fmt.Errorf("%w: session ID %q is not 16 hexadecimal digits", ErrBadRequest, id)
+	}
+	s := Session{ID: id, User: user, Kind: k.Name, Node: m.cl.NodeID(), State: StateStarting, Created: time.Now().UTC().Truncate(time.Second),
 		Placement: o.Placement, Parent: o.Parent, Command: o.Command}
 	if len(o.Command) > 0 && !k.RunsAsked() {
 		return Session{}, fmt.Errorf("%w: kind %s runs its own command; a command (mure run -- CMD) needs a kind of type shell without one, like %s", ErrBadRequest, k.Name, m.RunKind())

@@ -189,3 +189,36 @@ func TestDecideCandidates(t *testing.T) {
 		t.Errorf("an unknown kind's policy: %s", p)
 	}
 }
+
+// TestBalancerCountsStartingOnce: a session's record is written while it
+// starts, before the decider hears how its placement went; the record
+// carries the ID the decider chose, so the session counts once toward the
+// limits, not as a record and a placement in flight.
+func TestBalancerCountsStartingOnce(t *testing.T) {
+	b := newBalancer(nil)
+	k := Kind{Name: "s", Type: TypeShell}
+	lim := Config{MaxPerUser: 2, MaxPerNode: 2}
+	d, err := b.decide(k, "ann", "a", []string{"a"}, nil, nil, lim, asked)
+	if err != nil || d.ID == "" {
+		t.Fatalf("first: %+v %v", d, err)
+	}
+	// Its record, written by Start before its program starts.
+	recs := []Session{{ID: d.ID, User: "ann", Node: "a", State: StateStarting}}
+	d2, err := b.decide(k, "ann", "a", []string{"a"}, recs, nil, lim, asked)
+	if err != nil {
+		t.Fatalf("second, while the first starts: %v (the first counted twice)", err)
+	}
+	if d2.ID == d.ID {
+		t.Fatal("two placements got one ID")
+	}
+	b.placed(d, d.ID, "", true)
+	recs = append(recs, Session{ID: d2.ID, User: "ann", Node: "a", State: StateStarting})
+	if _, err := b.decide(k, "ann", "a", []string{"a"}, recs, nil, lim, asked); !errors.Is(err, ErrUserLimit) {
+		t.Fatalf("third: %v, want ErrUserLimit", err)
+	}
+	// The second's start fails: its record goes, and it takes nothing.
+	b.placed(d2, "", "did not start", false)
+	if _, err := b.decide(k, "ann", "a", []string{"a"}, recs[:1], nil, lim, asked); err != nil {
+		t.Fatalf("after a failed start: %v", err)
+	}
+}

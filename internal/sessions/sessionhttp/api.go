@@ -47,9 +47,10 @@ type NewRequest struct {
 	// Parent is the caller's session this one belongs to: it ends with
 	// it ("": none).
 	Parent string `json:"parent,omitempty"`
-	// Placement is why the decider chose Node (peer requests only: a
-	// client's is dropped).
+	// Placement is why the decider chose Node, and ID the session ID it
+	// chose (peer requests only: a client's are dropped).
 	Placement *sessions.Placement `json:"placement,omitempty"`
+	ID        string              `json:"id,omitempty"`
 	// Command runs instead of the kind's program (mure run -- CMD); only
 	// a shell kind without a command of its own takes one. With a
 	// command and no kind, the kind is "app" where offered, else "shell".
@@ -100,7 +101,7 @@ func (s *Service) handleNew(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, fmt.Errorf("%w: the body must be JSON like {\"kind\":\"shell\",\"cols\":80,\"rows\":24}: %v", sessions.ErrBadRequest, err))
 		return
 	}
-	req.Placement = nil
+	req.Placement, req.ID = nil, ""
 	if sc := scope(r); sc != "" {
 		if req.Parent != "" && req.Parent != sc {
 			api.Error(w, http.StatusForbidden, api.CodeForbidden, fmt.Sprintf(
@@ -126,7 +127,7 @@ func (s *Service) startHere(w http.ResponseWriter, r *http.Request, user string,
 	if req.Parent != "" {
 		s.catchUp(r.Context()) // the parent may have been started through another node a moment ago
 	}
-	sess, err := s.m.Start(r.Context(), user, req.Kind, size, sessions.Origin{Placement: req.Placement, Parent: req.Parent, Command: req.Command})
+	sess, err := s.m.Start(r.Context(), user, req.Kind, size, sessions.Origin{ID: req.ID, Placement: req.Placement, Parent: req.Parent, Command: req.Command})
 	if err != nil {
 		writeErr(w, err)
 		return "", err

@@ -55,7 +55,7 @@ func (s *Service) place(w http.ResponseWriter, r *http.Request, user string, req
 	if dec.Placement != nil {
 		dec.Placement.Decider += fallback
 	}
-	req.Node, req.Placement = dec.Node, dec.Placement
+	req.Node, req.Placement, req.ID = dec.Node, dec.Placement, dec.ID
 	if dec.Node == me {
 		id, err := s.startHere(w, r, user, req)
 		s.m.Placed(dec, id, errText(err))
