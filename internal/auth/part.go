@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 
 	"github.com/mure-dev/mure/internal/meta"
@@ -121,11 +122,21 @@ func (p *Part) apply(o meta.Op) error {
 	return fmt.Errorf("%w: auth has no op %q", meta.ErrBadCommand, o.Kind)
 }
 
+// An add equal to the record present, to its creation time and its
+// hashed or sealed secret, is the same op applied again (a forwarded
+// proposal whose answer was lost is proposed again: cluster's propose),
+// not a second record: it succeeds and changes nothing, instead of
+// refusing what the first attempt did.
+func retried[T any](old, add *T) bool { return reflect.DeepEqual(*old, *add) }
+
 func (p *Part) addUser(u *User) error {
 	if err := u.validate(); err != nil {
 		return err
 	}
-	if _, ok := p.users[u.Name]; ok {
+	if old, ok := p.users[u.Name]; ok {
+		if retried(old, u) {
+			return nil
+		}
 		return fmt.Errorf("%w: user %s", ErrExists, u.Name)
 	}
 	p.users[u.Name] = u
@@ -174,7 +185,10 @@ func (p *Part) addToken(t *Token) error {
 	if len(t.Hash) != 64 {
 		return fmt.Errorf("%w: a token is stored as its SHA-256 in hex", ErrInvalid)
 	}
-	if p.token(t.User, t.Name) != nil {
+	if old := p.token(t.User, t.Name); old != nil {
+		if retried(old, t) {
+			return nil
+		}
 		return fmt.Errorf("%w: token %s of %s", ErrExists, t.Name, t.User)
 	}
 	if _, ok := p.tokens[t.Hash]; ok {
@@ -203,7 +217,10 @@ func (p *Part) addKey(k *AccessKey) error {
 	if k.Sealed == "" {
 		return fmt.Errorf("%w: an access key needs its sealed secret", ErrInvalid)
 	}
-	if _, ok := p.keys[k.ID]; ok {
+	if old, ok := p.keys[k.ID]; ok {
+		if retried(old, k) {
+			return nil
+		}
 		return fmt.Errorf("%w: access key %s", ErrExists, k.ID)
 	}
 	p.keys[k.ID] = k

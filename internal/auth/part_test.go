@@ -104,3 +104,37 @@ func TestNoSecretInClear(t *testing.T) {
 		t.Error("the access key ID (public) should be in the records; the test looks in the wrong place")
 	}
 }
+
+// An add applied again, equal to the record it made (a forwarded
+// proposal whose answer was lost is proposed again), succeeds and changes
+// nothing; an add of another record under a name or ID taken is refused.
+func TestPartAddRetried(t *testing.T) {
+	w := newWorld(t)
+	s := people(t, w)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var key auth.AccessKey // as people added it (sealing is randomised)
+	w.fsm.ReadPart(auth.NS, func(p meta.Part) { key = *p.(*auth.Part).Key(s.keyID) })
+	tok := auth.Token{Name: "laptop", User: "alice", Hash: auth.TokenHash(s.aliceToken), Created: now}
+	for _, tc := range []struct {
+		name string
+		op   meta.Op
+		want error
+	}{
+		{"user again", auth.AddUserOp(auth.User{Name: "bob", Created: now}), nil},
+		{"another user bob", auth.AddUserOp(auth.User{Name: "bob", Created: now.Add(time.Second)}), auth.ErrExists},
+		{"token again", auth.AddTokenOp(tok), nil},
+		{"another token laptop", auth.AddTokenOp(auth.Token{Name: "laptop", User: "alice", Hash: auth.TokenHash(auth.NewToken()), Created: now}), auth.ErrExists},
+		{"key again", auth.AddKeyOp(key), nil},
+		{"another key of that ID", auth.AddKeyOp(auth.AccessKey{ID: s.keyID, User: "bob", Sealed: key.Sealed, Created: now}), auth.ErrExists},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := w.section()
+			if err := w.apply(tc.op); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+			if !bytes.Equal(before, w.section()) {
+				t.Fatal("the op changed the state")
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 
@@ -144,7 +145,10 @@ func (p *Part) apply(o meta.Op) error {
 		if rec.ID == "" || rec.User == "" || rec.Node == "" || rec.Kind == "" {
 			return fmt.Errorf("%w: a session needs an id, a user, a kind and a node", meta.ErrBadCommand)
 		}
-		if _, ok := p.byID[rec.ID]; ok {
+		if old, ok := p.byID[rec.ID]; ok {
+			if reflect.DeepEqual(*old, rec) {
+				return nil // the same op again (a forwarded proposal retried): done already
+			}
 			return fmt.Errorf("%w: session %s exists", meta.ErrPrecondition, rec.ID)
 		}
 		p.byID[rec.ID] = &rec

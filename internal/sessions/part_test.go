@@ -19,7 +19,8 @@ func TestPartApplyAndSnapshot(t *testing.T) {
 		err  error
 	}{
 		{"add", AddOp(s), nil},
-		{"add twice", AddOp(s), meta.ErrPrecondition},
+		{"add again (a retried proposal)", AddOp(s), nil},
+		{"another under its ID", AddOp(Session{ID: "a1", User: "bob", Kind: "shell", Node: "n1", State: StateStarting}), meta.ErrPrecondition},
 		{"add without user", AddOp(Session{ID: "b", Kind: "shell", Node: "n1"}), meta.ErrBadCommand},
 		{"move", SetOp(Move{ID: "a1", Node: "n2", State: StateStarting, Restarted: true}), nil},
 		{"new credential", SetOp(Move{ID: "a1", Node: "n2", State: StateStarting, CredentialHash: "h2"}), nil},
