@@ -34,11 +34,11 @@ type Decision struct {
 // Decide judges a stored response against a request (RFC 9111 §4, §4.2.4,
 // §5.2.1, RFC 5861): serve it, serve it stale and revalidate, or validate.
 func (p Policy) Decide(reqHeader Header, s *Stored, now time.Time) Decision {
-	f := p.Freshness(s, now)
+	cc := ParseDirectives(s.Header, "Cache-Control")
+	ctl := p.controlOf(s.Header, cc)
+	f := p.freshness(s, now, ctl)
 	d := Decision{Freshness: f, Stale: !f.Fresh()}
 	req := requestDirectives(reqHeader)
-	cc := ParseDirectives(s.Header, "Cache-Control")
-	ctl := p.control(s.Header)
 	switch {
 	case req.NoCache:
 		d.Action, d.Why = Validate, "request"
@@ -104,12 +104,12 @@ func NoStoreRequest(reqHeader Header) bool { return requestDirectives(reqHeader)
 // place of an origin error at now (RFC 5861 §4: the response's or the
 // request's stale-if-error, never past must-revalidate).
 func (p Policy) StaleIfError(reqHeader Header, s *Stored, now time.Time) bool {
-	f := p.Freshness(s, now)
+	cc := ParseDirectives(s.Header, "Cache-Control")
+	ctl := p.controlOf(s.Header, cc)
+	f := p.freshness(s, now, ctl)
 	if f.Fresh() {
 		return true
 	}
-	cc := ParseDirectives(s.Header, "Cache-Control")
-	ctl := p.control(s.Header)
 	if mustRevalidate(cc, ctl) || cc.NoCache || ctl.NoCache {
 		return false
 	}
@@ -129,6 +129,6 @@ func (p Policy) StaleIfError(reqHeader Header, s *Stored, now time.Time) bool {
 // it with must-revalidate, proxy-revalidate, s-maxage or no-cache).
 func (p Policy) StaleWhenDisconnected(s *Stored) bool {
 	cc := ParseDirectives(s.Header, "Cache-Control")
-	ctl := p.control(s.Header)
+	ctl := p.controlOf(s.Header, cc)
 	return !mustRevalidate(cc, ctl) && !cc.NoCache && !ctl.NoCache
 }

@@ -96,18 +96,28 @@ func (s *Stored) Age(now time.Time) time.Duration {
 // CDN-Cache-Control when the policy honours it and it is present and
 // parses to something, else Cache-Control.
 func (p Policy) control(h Header) Directives {
+	return p.controlOf(h, ParseDirectives(h, "Cache-Control"))
+}
+
+// controlOf is control given the response's Cache-Control already parsed
+// (cc), which Decide needs too: parsed once, not once per use.
+func (p Policy) controlOf(h Header, cc Directives) Directives {
 	if p.CDN {
 		if d := ParseDirectives(h, "CDN-Cache-Control"); d.Present && len(list(h, "CDN-Cache-Control")) > 0 {
 			return d
 		}
 	}
-	return ParseDirectives(h, "Cache-Control")
+	return cc
 }
 
 // Lifetime is the stored response's freshness lifetime for a shared cache
 // (§4.2.1) and whether it was explicit (heuristic otherwise, §4.2.2).
 func (p Policy) Lifetime(s *Stored) (time.Duration, bool) {
-	cc := p.control(s.Header)
+	return p.lifetime(s, p.control(s.Header))
+}
+
+// lifetime is Lifetime given the directives that govern it (control).
+func (p Policy) lifetime(s *Stored, cc Directives) (time.Duration, bool) {
 	switch {
 	case cc.BadSMaxAge:
 		return 0, true
@@ -172,7 +182,12 @@ func (f Freshness) Fresh() bool { return f.Age < f.Lifetime }
 
 // Freshness returns the stored response's age and lifetime at now.
 func (p Policy) Freshness(s *Stored, now time.Time) Freshness {
-	life, explicit := p.Lifetime(s)
+	return p.freshness(s, now, p.control(s.Header))
+}
+
+// freshness is Freshness given the directives that govern it (control).
+func (p Policy) freshness(s *Stored, now time.Time, ctl Directives) Freshness {
+	life, explicit := p.lifetime(s, ctl)
 	return Freshness{Age: s.Age(now), Lifetime: life, Explicit: explicit}
 }
 

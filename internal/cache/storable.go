@@ -40,7 +40,7 @@ func (p Policy) Storable(method string, reqHeader Header, status int, respHeader
 	}
 	req := ParseDirectives(reqHeader, "Cache-Control")
 	cc := ParseDirectives(respHeader, "Cache-Control")
-	ctl := p.control(respHeader)
+	ctl := p.controlOf(respHeader, cc)
 	if cc.MustUnderstand && !understood(status) {
 		return false, ReasonMustUnderstd
 	}

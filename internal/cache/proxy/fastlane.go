@@ -134,7 +134,7 @@ func (l *fastLane) hit(ctx *fasthttp.RequestCtx) bool {
 	}
 	h.metrics.result(resultHit)
 	l.hits.Add(1)
-	writeFast(ctx, obj, now, cache.Status{Hit: true, TTL: d.TTL(), HasTTL: true})
+	writeFast(ctx, obj, d.Age, cache.Status{Hit: true, TTL: d.TTL(), HasTTL: true})
 	if !head {
 		h.metrics.served("cache", int64(len(obj.Body)))
 		h.metrics.servedTier(obj.FromDisk, int64(len(obj.Body)))
@@ -143,8 +143,9 @@ func (l *fastLane) hit(ctx *fasthttp.RequestCtx) bool {
 }
 
 // writeFast writes a stored object as writeStored does for a plain
-// request: its header, Age, Cache-Status and the body.
-func writeFast(ctx *fasthttp.RequestCtx, obj *tier.Object, now time.Time, st cache.Status) {
+// request: its header, Age (its age now, as the decision found it),
+// Cache-Status and the body.
+func writeFast(ctx *fasthttp.RequestCtx, obj *tier.Object, age time.Duration, st cache.Status) {
 	rh := &ctx.Response.Header
 	rh.DisableNormalizing() // the names as the origin sent them (net/http canonicalised them)
 	for k, vs := range obj.Header {
@@ -155,7 +156,7 @@ func writeFast(ctx *fasthttp.RequestCtx, obj *tier.Object, now time.Time, st cac
 			rh.Add(k, v)
 		}
 	}
-	rh.Set("Age", cache.AgeHeader(obj.Stored().Age(now)))
+	rh.Set("Age", cache.AgeHeader(age))
 	rh.Set("Cache-Status", st.String(cacheName))
 	ctx.SetStatusCode(obj.Status)
 	ctx.Response.SetBodyRaw(obj.Body)  // never modified: the tier's bodies are immutable
