@@ -123,7 +123,7 @@ func (p *Part) apply(o meta.Op) error {
 }
 
 // An add equal to the record present, to its creation time and its
-// hashed or sealed secret, is the same op applied again (a forwarded
+// hashed or sealed secret (random, so unique to one op), is the same op applied again (a forwarded
 // proposal whose answer was lost is proposed again: cluster's propose),
 // not a second record: it succeeds and changes nothing, instead of
 // refusing what the first attempt did.
@@ -134,7 +134,9 @@ func (p *Part) addUser(u *User) error {
 		return err
 	}
 	if old, ok := p.users[u.Name]; ok {
-		if retried(old, u) {
+		// Without a password nothing tells a retry from a second add made
+		// in the same second: only a salted hash is unique.
+		if u.PasswordHash != "" && retried(old, u) {
 			return nil
 		}
 		return fmt.Errorf("%w: user %s", ErrExists, u.Name)

@@ -112,16 +112,23 @@ func TestPartAddRetried(t *testing.T) {
 	w := newWorld(t)
 	s := people(t, w)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var key auth.AccessKey // as people added it (sealing is randomised)
-	w.fsm.ReadPart(auth.NS, func(p meta.Part) { key = *p.(*auth.Part).Key(s.keyID) })
+	var key auth.AccessKey // as people added them (hashing and sealing are randomised)
+	var alice meta.Op
+	w.fsm.ReadPart(auth.NS, func(p meta.Part) {
+		key = *p.(*auth.Part).Key(s.keyID)
+		alice = auth.AddUserOp(*p.(*auth.Part).User("alice"))
+	})
 	tok := auth.Token{Name: "laptop", User: "alice", Hash: auth.TokenHash(s.aliceToken), Created: now}
 	for _, tc := range []struct {
 		name string
 		op   meta.Op
 		want error
 	}{
-		{"user again", auth.AddUserOp(auth.User{Name: "bob", Created: now}), nil},
-		{"another user bob", auth.AddUserOp(auth.User{Name: "bob", Created: now.Add(time.Second)}), auth.ErrExists},
+		{"user again", alice, nil},
+		{"another user alice", auth.AddUserOp(auth.User{Name: "alice", PasswordHash: hash(t, "other-pass-789"), Created: now}), auth.ErrExists},
+		// Without a password, an add equal to bob's may be a second one
+		// made in the same second (the API's times are in seconds).
+		{"user without a password", auth.AddUserOp(auth.User{Name: "bob", Created: now}), auth.ErrExists},
 		{"token again", auth.AddTokenOp(tok), nil},
 		{"another token laptop", auth.AddTokenOp(auth.Token{Name: "laptop", User: "alice", Hash: auth.TokenHash(auth.NewToken()), Created: now}), auth.ErrExists},
 		{"key again", auth.AddKeyOp(key), nil},
