@@ -142,6 +142,7 @@ type handoverConn struct {
 	l      *handoverListener
 	once   sync.Once
 	br     *bufio.Reader // nil once drained: reads go straight to Conn
+	direct bool          // br was drained: nothing read ahead is left
 	remote net.Addr
 	err    error
 }
@@ -153,7 +154,7 @@ func (c *handoverConn) Read(p []byte) (int, error) {
 	}
 	if c.br != nil {
 		if c.br.Buffered() == 0 {
-			c.br = nil
+			c.br, c.direct = nil, true
 			return c.Conn.Read(p)
 		}
 		return c.br.Read(p)
@@ -223,6 +224,16 @@ func (c *handoverConn) RemoteAddr() net.Addr {
 // Only writes may use it: reads must go through the connection, which
 // replays what the hand-over read first.
 func (c *handoverConn) TCPConn() *net.TCPConn { return socket.TCP(c.Conn) }
+
+// ReadTCP returns the socket beneath once the bytes the hand-over read
+// first have all been given back by Read, nil before (socket.Reader). Call
+// it from the goroutine that reads.
+func (c *handoverConn) ReadTCP() *net.TCPConn {
+	if !c.direct {
+		return nil
+	}
+	return socket.ReadTCP(c.Conn)
+}
 
 // ReadFrom keeps sendfile and splice for what the server writes.
 func (c *handoverConn) ReadFrom(r io.Reader) (int64, error) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mure-dev/mure/internal/socket"
 )
 
 func TestVerifyPreamble(t *testing.T) {
@@ -89,5 +91,71 @@ func TestAcceptHandovers(t *testing.T) {
 	}
 	if r := <-rejected; r != "not_dispatcher" || len(rejected) != 0 {
 		t.Fatalf("rejection counted as %q (%d more), want one not_dispatcher", r, len(rejected))
+	}
+}
+
+// TestHandoverReadTCP: a connection behind the hand-over wrapper gives its
+// socket for reads only once Read has given back what the wrapper read
+// first (the preamble's request included), and the bytes read by both ways
+// follow each other.
+func TestHandoverReadTCP(t *testing.T) {
+	key := []byte("k")
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	ln := AcceptHandovers(LimitConns(raw, 0, nil), &Verifier{Key: key, Dispatcher: func() string { return "d1" }}, nil)
+	client := netip.MustParseAddrPort("198.51.100.9:5555")
+	for _, tc := range []struct{ name, prefix string }{
+		{"ordinary client", ""},
+		{"handed over", string(Preamble(key, "d1", client, time.Now()))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", raw.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			first := "GET /one HTTP/1.1\r\n\r\n"
+			if _, err := io.WriteString(c, tc.prefix+first); err != nil {
+				t.Fatal(err)
+			}
+			sc, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sc.Close()
+			sc.SetDeadline(time.Now().Add(5 * time.Second))
+			rt, ok := sc.(socket.Reader)
+			if !ok {
+				t.Fatalf("%T is not a socket.Reader", sc)
+			}
+			if rt.ReadTCP() != nil {
+				t.Fatal("ReadTCP gave the socket before anything was read")
+			}
+			got := make([]byte, len(first))
+			if _, err := io.ReadFull(sc, got); err != nil || string(got) != first {
+				t.Fatalf("first read: %q, %v", got, err)
+			}
+			if rt.ReadTCP() != nil {
+				t.Fatal("ReadTCP gave the socket before Read found the read-ahead empty")
+			}
+			if _, err := io.WriteString(c, "GET /two"); err != nil {
+				t.Fatal(err)
+			}
+			got = make([]byte, 4)
+			if _, err := io.ReadFull(sc, got); err != nil || string(got) != "GET " {
+				t.Fatalf("second read: %q, %v", got, err)
+			}
+			tcp := rt.ReadTCP()
+			if tcp == nil {
+				t.Fatal("ReadTCP gave no socket once the read-ahead was drained")
+			}
+			got = make([]byte, 4)
+			if _, err := io.ReadFull(tcp, got); err != nil || string(got) != "/two" {
+				t.Fatalf("read from the socket: %q, %v", got, err)
+			}
+		})
 	}
 }

@@ -126,6 +126,10 @@ func (c *limitedConn) ReadFrom(r io.Reader) (int64, error) {
 // calls net.Conn does not offer (writev, MSG_MORE; filehttp's front).
 func (c *limitedConn) TCPConn() *net.TCPConn { return socket.TCP(c.Conn) }
 
+// ReadTCP returns the socket beneath for reads too: the limit reads
+// nothing ahead (socket.Reader).
+func (c *limitedConn) ReadTCP() *net.TCPConn { return socket.ReadTCP(c.Conn) }
+
 // CloseWrite half-closes, for the relay.
 func (c *limitedConn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {

@@ -49,3 +49,52 @@ func TestTCP(t *testing.T) {
 		})
 	}
 }
+
+// reading wraps a connection and says whether it holds bytes read ahead.
+type reading struct {
+	net.Conn
+	ahead bool
+}
+
+func (r reading) TCPConn() *net.TCPConn { return TCP(r.Conn) }
+
+func (r reading) ReadTCP() *net.TCPConn {
+	if r.ahead {
+		return nil
+	}
+	return ReadTCP(r.Conn)
+}
+
+func TestReadTCP(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tc := c.(*net.TCPConn)
+	for _, tc2 := range []struct {
+		name string
+		c    net.Conn
+		want *net.TCPConn
+	}{
+		{"the socket", tc, tc},
+		{"a wrapper with nothing read ahead", reading{Conn: tc}, tc},
+		{"two of them", reading{Conn: reading{Conn: tc}}, tc},
+		{"a wrapper with bytes read ahead", reading{Conn: tc, ahead: true}, nil},
+		{"one under a wrapper without them", reading{Conn: reading{Conn: tc, ahead: true}}, nil},
+		{"a wrapper that does not say", wrapped{tc}, nil},
+		{"one under a wrapper that says", reading{Conn: wrapped{tc}}, nil},
+		{"TLS over it", tls.Client(tc, &tls.Config{InsecureSkipVerify: true}), nil},
+	} {
+		t.Run(tc2.name, func(t *testing.T) {
+			if got := ReadTCP(tc2.c); got != tc2.want {
+				t.Errorf("ReadTCP = %v, want %v", got, tc2.want)
+			}
+		})
+	}
+}

@@ -215,6 +215,7 @@ func (f *Front) serveConn(c net.Conn, st *atomic.Int32) {
 	var idleSince time.Time // when the idle deadline was last set; zero: not set
 	var memo headMemo
 	var out memSender
+	direct := false // br reads the socket itself
 	for {
 		// A deadline set is timer work: the idle one is moved only once an
 		// eighth of it has passed, so a connection idles at least 7/8 of
@@ -222,6 +223,9 @@ func (f *Front) serveConn(c net.Conn, st *atomic.Int32) {
 		if now := time.Now(); now.Sub(idleSince) > f.o.IdleTimeout/8 {
 			_ = c.SetReadDeadline(now.Add(f.o.IdleTimeout))
 			idleSince = now
+		}
+		if !direct && br.Buffered() == 0 {
+			direct = f.readSocket(c, br)
 		}
 		if _, err := br.Peek(1); err != nil {
 			f.drop(c)
@@ -269,6 +273,22 @@ func (f *Front) serveConn(c net.Conn, st *atomic.Int32) {
 			return
 		}
 	}
+}
+
+// readSocket makes br, empty, read c's socket itself (newSockReader) once
+// c's wrappers hold nothing they read ahead (socket.ReadTCP); it reports
+// whether it did.
+func (f *Front) readSocket(c net.Conn, br *bufio.Reader) bool {
+	tc := socket.ReadTCP(c)
+	if tc == nil {
+		return false
+	}
+	r := newSockReader(tc)
+	if r == nil {
+		return false
+	}
+	br.Reset(r)
+	return true
 }
 
 // readHead reads until a whole head is buffered or judged not ours. The

@@ -185,3 +185,44 @@ func TestMemSender(t *testing.T) {
 		}
 	})
 }
+
+// A socket reader gives what the client sends, waits for what it has not
+// sent yet, ends with the connection's read deadline (a timeout, as
+// net.Conn's) and reports the client's close as io.EOF.
+func TestSockReader(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, server := tcpPair(t, ln)
+	r := newSockReader(server)
+	server.SetReadDeadline(time.Now().Add(10 * time.Second))
+	read := func(want string) {
+		t.Helper()
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(r, got); err != nil || string(got) != want {
+			t.Fatalf("read %q, %v; want %q", got, err, want)
+		}
+	}
+	client.Write([]byte("GET /files/a HTTP/1.1\r\n\r\n"))
+	read("GET /files/a HTTP/1.1\r\n\r\n")
+	go func() {
+		time.Sleep(20 * time.Millisecond) // the reader waits in the poller meanwhile
+		client.Write([]byte("later"))
+	}()
+	read("later")
+
+	server.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	_, err = r.Read(make([]byte, 8))
+	if !isTimeout(err) {
+		t.Fatalf("read past the deadline: %v, want a timeout", err)
+	}
+	server.SetReadDeadline(time.Now().Add(10 * time.Second))
+	client.Write([]byte("x"))
+	client.Close()
+	read("x")
+	if n, err := r.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+		t.Fatalf("read after the client closed: %d, %v; want 0, EOF", n, err)
+	}
+}
