@@ -17,8 +17,8 @@ sites=(
 		// Durability unknown|	if err := error(nil); err != nil {
 		// Durability unknown"
   "internal/store/layout.go|return s.syncDirIf(filepath.Dir(dir))|return nil"
-  "internal/store/segments.go|if err = seg.f.Sync(); err != nil {|if err = error(nil); err != nil {"
-  "internal/store/segments.go|if err := seg.f.Sync(); err != nil {|if err := error(nil); err != nil {"
+  "internal/store/segments.go|if err = Datasync(seg.f); err != nil {|if err = error(nil); err != nil {"
+  "internal/store/segments.go|if err := Datasync(seg.f); err != nil {|if err := error(nil); err != nil {"
   "internal/store/remove.go|if werr := s.log.waitDurable(pos); err == nil && werr != nil {|if werr := error(nil); err == nil && werr != nil && pos >= 0 {"
   "internal/store/compact.go|if err := s.log.waitDurable(s.log.end()); err != nil {|if err := error(nil); err != nil {"
   "internal/store/segments.go|		err = l.fs.SyncDir(l.dir)

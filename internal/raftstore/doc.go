@@ -2,7 +2,8 @@
 // CRC-32C framed records in segment files, written through store.FS (so
 // that the power-loss tests can run it on a disk that drops what was not
 // synced). Every call that changes it appends its records with one write
-// and one fsync before it returns; the index of entries lives in memory.
+// and one fdatasync before it returns, into zeros written ahead of the
+// appends (prealloc.go); the index of entries lives in memory.
 //
 // mure first used hashicorp/raft-wal, which fails to restart after a crash
 // that follows a log-tail truncation (hashicorp/raft-wal#31), then bbolt

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mure-dev/mure/internal/store"
 )
 
 var errExist = fs.ErrExist
@@ -29,7 +31,10 @@ func (s *Store) append(buf []byte) error {
 		}
 	}
 	sg := s.active()
-	if _, err := sg.f.Write(buf); err != nil {
+	if !s.opts.NoSync {
+		prealloc(sg.f, &sg.alloc, sg.size+int64(len(buf)), s.opts.SegmentBytes)
+	}
+	if _, err := sg.f.WriteAt(buf, sg.size); err != nil {
 		s.broken = err
 		return fmt.Errorf("raft log: write: %w", err)
 	}
@@ -41,6 +46,7 @@ func (s *Store) append(buf []byte) error {
 	defer s.mu.Unlock()
 	base := sg.size
 	sg.size += int64(len(buf))
+	sg.alloc = max(sg.alloc, sg.size)
 	if n, err := s.apply(buf, sg, base); err != nil || n != len(buf) {
 		s.broken = fmt.Errorf("apply own records: %d of %d bytes: %v", n, len(buf), err)
 		return fmt.Errorf("raft log: %w", s.broken)
@@ -48,11 +54,14 @@ func (s *Store) append(buf []byte) error {
 	return nil
 }
 
-func (s *Store) sync(f interface{ Sync() error }) error {
+// sync makes f's content durable: fdatasync, which writes the size too
+// when it changed; appends into the zeros written ahead of them
+// (prealloc.go) leave it nothing else to write.
+func (s *Store) sync(f store.File) error {
 	if s.opts.NoSync {
 		return nil
 	}
-	return f.Sync()
+	return store.Datasync(f)
 }
 
 func (s *Store) active() *segment { return s.segs[len(s.segs)-1] }
@@ -97,7 +106,7 @@ func (s *Store) startSegment() error {
 		return fmt.Errorf("raft log: new segment %s: %w", name, err)
 	}
 	s.mu.Lock()
-	s.segs = append(s.segs, &segment{seq: seq, f: f, size: int64(len(buf))})
+	s.segs = append(s.segs, &segment{seq: seq, f: f, size: int64(len(buf)), alloc: int64(len(buf))})
 	s.mu.Unlock()
 	return nil
 }

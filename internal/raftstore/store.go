@@ -41,8 +41,10 @@ type Options struct {
 
 // Store implements raft.LogStore and raft.StableStore as an append-only
 // log of records in segment files (record.go). Every write appends its
-// records in one write and one fsync before it returns, so raft's batch
-// of entries costs one fsync. The index of entries is kept in memory.
+// records in one write and one fdatasync before it returns, so raft's
+// batch of entries costs one sync; zeros written a chunk ahead of the
+// appends spare that sync the file's metadata (prealloc.go). The index
+// of entries is kept in memory.
 type Store struct {
 	dir  string
 	fs   store.FS
@@ -61,10 +63,11 @@ type Store struct {
 
 // segment is one file of the log.
 type segment struct {
-	seq  uint64
-	f    store.File
-	size int64
-	live int // entries of the index stored in it
+	seq   uint64
+	f     store.File
+	size  int64 // end of the records (of the active one: appended so far)
+	alloc int64 // end of what was written, records and zeros ahead of them (prealloc.go); under wmu
+	live  int   // entries of the index stored in it
 }
 
 // loc is where an entry's record payload lies.
@@ -172,7 +175,7 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 // StoreLog implements raft.LogStore.
 func (s *Store) StoreLog(log *raft.Log) error { return s.StoreLogs([]*raft.Log{log}) }
 
-// StoreLogs implements raft.LogStore: one write, one fsync.
+// StoreLogs implements raft.LogStore: one write, one sync.
 func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil

@@ -43,6 +43,7 @@ type File interface {
 	io.Reader
 	io.ReaderAt
 	io.Writer
+	io.WriterAt
 	io.Seeker
 	io.Closer
 	Name() string

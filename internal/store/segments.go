@@ -137,7 +137,7 @@ func (l *segLog) seal() error {
 	l.cur = nil
 	defer seg.sealed.Store(true)
 	if l.sync {
-		if err := seg.f.Sync(); err != nil {
+		if err := Datasync(seg.f); err != nil {
 			l.err = fmt.Errorf("store: sync segment %s: %w", seg.name, err)
 			return l.err
 		}
@@ -229,9 +229,10 @@ func (l *segLog) waitDurable(pos int64) error {
 	return nil
 }
 
-// syncAll fsyncs the current segment, which makes every byte appended so
-// far durable (a segment sealed meanwhile was synced by seal; the current
-// one is the one the end ends in). A failure is sticky.
+// syncAll syncs the current segment (fdatasync: Datasync), which makes
+// every byte appended so far durable (a segment sealed meanwhile was
+// synced by seal; the current one is the one the end ends in). A failure
+// is sticky.
 func (l *segLog) syncAll() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -240,7 +241,7 @@ func (l *segLog) syncAll() error {
 	l.mu.Unlock()
 	if err == nil && seg != nil {
 		l.syncs.Add(1)
-		if err = seg.f.Sync(); err != nil {
+		if err = Datasync(seg.f); err != nil {
 			err = fmt.Errorf("store: sync segment %s: %w", seg.name, err)
 			l.mu.Lock()
 			l.err = err

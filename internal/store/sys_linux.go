@@ -34,3 +34,26 @@ func statfs(dir string) (free, total uint64, err error) {
 	bs := uint64(st.Bsize)
 	return st.Bavail * bs, st.Blocks * bs, nil
 }
+
+// fdatasync is fdatasync(2) on f, retried on EINTR as os.File.Sync is.
+func fdatasync(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			serr = syscall.Fdatasync(int(fd))
+			if serr != syscall.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: serr}
+	}
+	return nil
+}

@@ -17,3 +17,5 @@ func lockDir(name string) (*os.File, error) {
 func statfs(string) (free, total uint64, err error) {
 	return 0, 0, errors.New("statfs not supported on this platform")
 }
+
+func fdatasync(f *os.File) error { return f.Sync() }

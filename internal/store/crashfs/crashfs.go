@@ -23,7 +23,6 @@
 package crashfs
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -132,12 +131,15 @@ func (f *FS) Ops() int {
 	return f.ops
 }
 
-// TearTails makes Crash keep part of what was appended to a file since
-// its last Sync, as a disk that wrote some pages and the new size but not
-// all the data: of a file whose content has grown from its synced
-// content, Crash keeps a random prefix of the growth followed by zero
-// bytes up to the size it had (half the time) or a random number of them. Files rewritten
-// otherwise come back as synced. Seeded, so a run can be repeated.
+// TearTails makes Crash keep part of what was written to a file since its
+// last Sync, as a disk that wrote some pages and the new size but not all
+// the data. It applies to a file that grew from its synced content, and
+// to one whose writes since fell where the synced content held only zeros
+// (a log that writes zeros ahead of its appends): Crash keeps the bytes
+// both share, a random prefix of what was written after them, then zero
+// bytes up to the size the file had (half the time) or a random number of
+// them, never shorter than the synced size. Files rewritten otherwise
+// come back as synced. Seeded, so a run can be repeated.
 func (f *FS) TearTails(seed uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -164,19 +166,37 @@ func readLatest(path string, n *node) error {
 }
 
 // torn is what a torn write leaves of n: its synced content and part of
-// what was appended since.
+// what was written since (TearTails).
 func (f *FS) torn(n *node) []byte {
-	grown := len(n.latest) - len(n.content)
-	if f.tear == nil || grown <= 0 || !bytes.Equal(n.latest[:len(n.content)], n.content) {
-		return n.content
+	old, now := n.content, n.latest
+	c := 0 // bytes old and now share
+	for c < len(old) && c < len(now) && old[c] == now[c] {
+		c++
+	}
+	grown := len(now) - c
+	if f.tear == nil || grown <= 0 || !allZero(old[c:]) {
+		return old
 	}
 	kept := f.tear.IntN(grown + 1)
 	zeros := grown - kept // the size made it, not all the data
 	if f.tear.IntN(2) == 0 {
 		zeros = f.tear.IntN(zeros + 1)
 	}
-	b := append([]byte(nil), n.latest[:len(n.content)+kept]...)
-	return append(b, make([]byte, zeros)...)
+	b := append([]byte(nil), now[:c+kept]...)
+	b = append(b, make([]byte, zeros)...)
+	if len(b) < len(old) {
+		b = append(b, make([]byte, len(old)-len(b))...) // the synced size stays
+	}
+	return b
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Crash cuts the power (if CrashAfter has not already), rewrites the

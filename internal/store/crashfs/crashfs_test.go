@@ -197,3 +197,49 @@ func TestTearTails(t *testing.T) {
 		t.Error("no seed kept zeros after a prefix")
 	}
 }
+
+// A write into zeros already synced (a log that writes zeros ahead of its
+// appends) is torn like an append: the synced size stays, and what lies
+// past the synced record is a prefix of the write, then zeros.
+func TestTearTailsIntoZeros(t *testing.T) {
+	const synced, written = "synced|", "written over zeros"
+	const size = 64
+	sawTorn := false
+	for seed := range uint64(20) {
+		root := t.TempDir()
+		f, err := New(root)
+		must(t, err)
+		f.TearTails(seed)
+		h, err := f.CreateTemp(root, "f-*")
+		must(t, err)
+		_, err = h.WriteAt(append([]byte(synced), make([]byte, size-len(synced))...), 0)
+		must(t, err)
+		must(t, h.Sync())
+		_, err = h.WriteAt([]byte(written), int64(len(synced)))
+		must(t, err)
+		must(t, f.SyncDir(root))
+		name := filepath.Base(h.Name())
+		h.Close()
+		if _, err := f.Crash(); err != nil {
+			t.Fatal(err)
+		}
+		got := tree(t, root)[name]
+		if len(got) != size || got[:len(synced)] != synced {
+			t.Fatalf("seed %d: %q (%d bytes), want %d bytes starting %q", seed, got, len(got), size, synced)
+		}
+		rest := got[len(synced):]
+		i := 0
+		for i < len(written) && rest[i] == written[i] {
+			i++
+		}
+		for _, c := range []byte(rest[i:]) {
+			if c != 0 {
+				t.Fatalf("seed %d: %q is not a prefix of the write then zeros", seed, rest)
+			}
+		}
+		sawTorn = sawTorn || i > 0 && i < len(written)
+	}
+	if !sawTorn {
+		t.Error("no seed kept part of the write")
+	}
+}

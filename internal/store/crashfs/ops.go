@@ -203,6 +203,11 @@ func (h *file) Write(p []byte) (n int, err error) {
 	return n, err
 }
 
+func (h *file) WriteAt(p []byte, off int64) (n int, err error) {
+	err = h.do(true, func() error { n, err = h.f.WriteAt(p, off); return err })
+	return n, err
+}
+
 func (h *file) Seek(off int64, whence int) (pos int64, err error) {
 	err = h.do(false, func() error { pos, err = h.f.Seek(off, whence); return err })
 	return pos, err
@@ -213,7 +218,9 @@ func (h *file) Stat() (fi fs.FileInfo, err error) {
 	return fi, err
 }
 
-// Sync records the file's content as durable.
+// Sync records the file's content as durable: its bytes and its size,
+// which is what fsync(2) and fdatasync(2) both promise (store.Datasync
+// calls Sync on a crashfs file).
 func (h *file) Sync() error {
 	return h.do(true, func() error {
 		if h.n == nil {
