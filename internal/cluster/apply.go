@@ -86,7 +86,8 @@ func (c *Cluster) applyOnce(ctx context.Context, p proposal) (*meta.Result, erro
 
 // proposeLocal runs on the leader.
 func (c *Cluster) proposeLocal(ctx context.Context, p proposal) (*meta.Result, error) {
-	if err := c.checkSupported(p); err != nil {
+	binary, err := c.checkSupported(p)
+	if err != nil {
 		return nil, err
 	}
 	if p.op != nil {
@@ -96,7 +97,7 @@ func (c *Cluster) proposeLocal(ctx context.Context, p proposal) (*meta.Result, e
 	if cmd.Time.IsZero() {
 		cmd.Time = time.Now().UTC()
 	}
-	res, err := c.raftApply(ctx, proposal{cmd: &cmd})
+	res, err := c.raftApply(ctx, proposal{cmd: &cmd, binary: binary})
 	if err != nil {
 		return nil, err
 	}

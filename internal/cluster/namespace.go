@@ -13,6 +13,9 @@ import (
 type proposal struct {
 	cmd *meta.Command
 	op  *meta.Op
+	// binary: every voter applies core v7, so a Commit is written in
+	// binary (meta.Command.EncodeBinary); set on the leader.
+	binary bool
 }
 
 func (p proposal) String() string {
@@ -31,6 +34,11 @@ func (p proposal) String() string {
 func (p proposal) encode() ([]byte, error) {
 	if p.op != nil {
 		return p.op.Encode()
+	}
+	if p.binary {
+		if b, ok, err := p.cmd.EncodeBinary(); ok || err != nil {
+			return b, err
+		}
 	}
 	return p.cmd.Encode()
 }
@@ -80,15 +88,18 @@ func (p proposal) namespace() (string, int) {
 
 // checkSupported refuses, on the leader, a proposal that a voter's state
 // machine may not apply (docs/decisions/0012-versioned-namespaces.md).
-// The core at version 1 is applied by every binary: no check.
-func (c *Cluster) checkSupported(p proposal) error {
+// The core at version 1 is applied by every binary: no check. For a
+// Commit it also says whether every voter reads Commit entries in binary
+// (core v7, decision 0061).
+func (c *Cluster) checkSupported(p proposal) (binary bool, err error) {
 	ns, v := p.namespace()
-	if ns == meta.NSCore && v <= 1 {
-		return nil
+	commit := p.cmd != nil && p.cmd.Kind == meta.KindCommit
+	if ns == meta.NSCore && v <= 1 && !commit {
+		return false, nil
 	}
 	f := c.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
-		return fmt.Errorf("check %s: %w", p, err)
+		return false, fmt.Errorf("check %s: %w", p, err)
 	}
 	var voters []string
 	for _, s := range f.Configuration().Servers {
@@ -96,10 +107,11 @@ func (c *Cluster) checkSupported(p proposal) error {
 			voters = append(voters, string(s.ID))
 		}
 	}
-	if err := meta.CheckSupported(ns, v, voters, c.Supports()); err != nil {
-		return fmt.Errorf("%w: %w", ErrRefused, err)
+	sup := c.Supports()
+	if err := meta.CheckSupported(ns, v, voters, sup); err != nil {
+		return false, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
-	return nil
+	return commit && meta.CheckSupported(meta.NSCore, meta.CoreBinaryCommit, voters, sup) == nil, nil
 }
 
 // Supports returns what every member gossips it supports, this node

@@ -33,3 +33,29 @@ func TestProposalNamespace(t *testing.T) {
 		})
 	}
 }
+
+// A Commit is written in binary only when the leader found every voter
+// reading it (core v7); other commands stay JSON either way.
+func TestProposalEncoding(t *testing.T) {
+	commit := &meta.Command{Kind: meta.KindCommit, Take: true, Path: "p", Node: "n1", BlobID: "b"}
+	settle := &meta.Command{Kind: meta.KindSettle, Path: "p", Version: 3}
+	for _, tc := range []struct {
+		p     proposal
+		first byte
+	}{
+		{proposal{cmd: commit, binary: true}, 0x02},
+		{proposal{cmd: commit}, '{'},
+		{proposal{cmd: settle, binary: true}, '{'},
+	} {
+		b, err := tc.p.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b[0] != tc.first {
+			t.Errorf("%s (binary %v) encoded as %q, want first byte %q", tc.p, tc.p.binary, b, tc.first)
+		}
+		if c, err := meta.DecodeCommand(b); err != nil || c.Kind != tc.p.cmd.Kind || c.Path != "p" {
+			t.Errorf("%s decoded as %+v, %v", tc.p, c, err)
+		}
+	}
+}

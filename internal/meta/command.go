@@ -141,13 +141,20 @@ type Command struct {
 	Info  *Node  `json:"info,omitempty"`
 }
 
-// Encode serialises a command for the raft log.
+// Encode serialises a command for the raft log, in JSON (every core
+// version reads it; EncodeBinary is a Commit's shorter form).
 func (c Command) Encode() ([]byte, error) { return json.Marshal(c) }
 
-// DecodeCommand parses a raft log entry.
+// DecodeCommand parses a raft log entry: JSON, or a Commit in binary
+// (EncodeBinary).
 func DecodeCommand(b []byte) (Command, error) {
 	var c Command
-	if err := json.Unmarshal(b, &c); err != nil {
+	if len(b) > 0 && b[0] == binTag {
+		var err error
+		if c, err = decodeBinary(b); err != nil {
+			return c, err
+		}
+	} else if err := json.Unmarshal(b, &c); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrBadCommand, err)
 	}
 	// Times are instants: keep them in UTC. (encoding/json accepts zone

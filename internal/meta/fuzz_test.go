@@ -145,7 +145,12 @@ func FuzzDecodeCommand(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(b)
+		if b, ok, err := c.EncodeBinary(); ok && err == nil {
+			f.Add(b)
+		}
 	}
+	f.Add([]byte{binTag})
+	f.Add([]byte{binTag, binFormat, binTime, 1, 'p', 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0, 0})
 	for _, s := range []string{
 		"", "null", "{}", "{", "[1]", `{"kind":5}`, `{"kind":"acquire","path":"\ud800","node":"n1"}`,
 		`{"kind":"commit","time":"2024-01-01T00:00:00.123456789+05:30","size":-1}`,
@@ -165,10 +170,31 @@ func FuzzDecodeCommand(f *testing.F) {
 			}
 			return
 		}
-		// Round trip: what was decoded must encode and decode to itself.
+		// Round trip: what was decoded must encode and decode to itself,
+		// in the encoding it came in (a binary Commit's strings are raw
+		// bytes, which JSON would make valid UTF-8); and a Commit read
+		// from JSON in binary too.
 		enc, err := c.Encode()
 		if err != nil {
 			t.Fatalf("decoded command %+v does not encode: %v", c, err)
+		}
+		benc, ok, err := c.EncodeBinary()
+		if err != nil || b[0] == binTag && !ok {
+			t.Fatalf("decoded command %+v does not encode in binary: %v, %v", c, ok, err)
+		}
+		if ok {
+			c2, err := DecodeCommand(benc)
+			if err != nil {
+				t.Fatalf("re-decoding binary %q: %v", benc, err)
+			}
+			a, b2 := c, c2
+			fzNormCommand(t, &a, &b2)
+			if !reflect.DeepEqual(a, b2) {
+				t.Fatalf("binary round trip changed the command:\n  in  %q\n  1st %+v\n  enc %q\n  2nd %+v", b, c, benc, c2)
+			}
+		}
+		if b[0] == binTag {
+			enc = benc
 		}
 		c2, err := DecodeCommand(enc)
 		if err != nil {

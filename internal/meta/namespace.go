@@ -29,8 +29,14 @@ const NSCore = "core"
 // (hot files gain replicas; docs/decisions/0039-hot-replicas.md).
 // Version 5 adds Replicas and Releases (one entry for many files;
 // docs/decisions/0051-replicas-and-releases-batched.md). Version 6 adds
-// Settles (docs/decisions/0052-settles-batched.md).
-const CoreVersion = 6
+// Settles (docs/decisions/0052-settles-batched.md). Version 7 reads
+// Commit entries in binary (cmdbin.go; docs/decisions/0061-binary-commit-entries.md).
+const CoreVersion = 7
+
+// CoreBinaryCommit is the core version from which a node reads Commit
+// entries in binary: the leader writes them so only while every voter
+// advertises it.
+const CoreBinaryCommit = 7
 
 // More sentinel errors, for namespaces.
 var (
