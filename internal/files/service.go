@@ -185,9 +185,9 @@ func (s *Service) Close() error {
 
 // config returns the cluster-wide settings in force.
 func (s *Service) config() meta.Config {
-	var m map[string]string
-	s.fsm.Read(func(st *meta.State) { m = st.Config() })
-	return meta.ParseConfig(m)
+	var c meta.Config
+	s.fsm.Read(func(st *meta.State) { c = st.TypedConfig() })
+	return c
 }
 
 // nodeAddrs returns the HTTP and peer addresses of a node from the catalogue.

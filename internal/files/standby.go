@@ -22,16 +22,19 @@ func (s *Service) pushStandby(ctx context.Context, path string, blob store.Info)
 	var candidates []string
 	var targets []string
 	s.fsm.Read(func(st *meta.State) {
-		f := st.File(path)
-		if f == nil {
-			f = &meta.File{Path: path}
-		}
-		targets = st.Targets(f, cfg.Replicas)
 		for _, id := range st.ActiveNodes() {
 			if id != s.self && s.cl.Alive(id) {
 				candidates = append(candidates, id)
 			}
 		}
+		if len(candidates) == 0 {
+			return // the file's targets are not needed (a lookup per write)
+		}
+		f := st.File(path)
+		if f == nil {
+			f = &meta.File{Path: path}
+		}
+		targets = st.Targets(f, cfg.Replicas)
 	})
 	if len(candidates) == 0 {
 		return nil, nil // a cluster of one: the local copy is all there is

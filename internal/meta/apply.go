@@ -323,6 +323,7 @@ func (s *State) setConfig(c Command) error {
 		return fmt.Errorf("%w: %v", ErrBadCommand, err)
 	}
 	s.config[c.Key] = c.Value
+	s.configChanged()
 	return nil
 }
 

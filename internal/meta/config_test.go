@@ -161,3 +161,38 @@ func TestReplicationRateError(t *testing.T) {
 		}
 	}
 }
+
+// TypedConfig is kept between calls and follows every change of the
+// settings: a SetConfig, and a snapshot restored.
+func TestTypedConfigFollowsChanges(t *testing.T) {
+	s := NewState()
+	if c := s.TypedConfig(); c != ParseConfig(s.Config()) {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if r := s.Apply(1, Command{Kind: KindSetConfig, Key: CfgDurability, Value: "local"}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if !s.TypedConfig().LocalOnly {
+		t.Fatal("durability=local not seen after SetConfig")
+	}
+	m := NewFSM()
+	m.state = s
+	snap, err := m.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &bufSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	m2 := NewFSM()
+	m2.Read(func(st *State) { st.TypedConfig() }) // cached before the restore
+	if err := m2.Restore(sink.reader()); err != nil {
+		t.Fatal(err)
+	}
+	m2.Read(func(st *State) {
+		if !st.TypedConfig().LocalOnly {
+			t.Error("durability=local not seen after a restore")
+		}
+	})
+}

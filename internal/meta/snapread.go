@@ -42,6 +42,7 @@ func readSnapshot(r *bufio.Reader) (*State, uint64, []section, error) {
 		k := d.str()
 		d.s.config[k] = d.str()
 	}
+	d.s.configChanged()
 	for n := d.uvarint(); n > 0 && d.err == nil; n-- {
 		if f := d.file(); d.err == nil {
 			d.s.put(f)

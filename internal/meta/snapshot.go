@@ -136,6 +136,7 @@ func readJSONSnapshot(r io.Reader) (*State, uint64, error) {
 		s.restoreNode(n)
 	}
 	maps.Copy(s.config, d.Config)
+	s.configChanged()
 	for _, r := range d.Idem {
 		s.rememberIdem(r)
 	}
