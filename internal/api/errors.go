@@ -1,9 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 )
 
 // Error codes of the client API (docs/api.md).
@@ -81,10 +83,34 @@ func Unavailable(w http.ResponseWriter, secs int, code, msg string) {
 func JSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	e := encoders.Get().(*encoder)
+	if e.enc.Encode(v) == nil {
+		_, _ = w.Write(e.buf.Bytes())
+	}
+	e.buf.Reset()
+	if e.buf.Cap() <= maxPooledAnswer {
+		encoders.Put(e)
+	}
 }
+
+// encoder is an indenting JSON encoder and the buffer it writes to,
+// pooled: a new encoder per answer made its indentation buffer anew, a
+// PUT's largest allocation after its body (issue 16).
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// maxPooledAnswer: an encoder that wrote a larger answer (a listing) is
+// left to the collector rather than kept with its buffers.
+const maxPooledAnswer = 64 << 10
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetIndent("", "  ")
+	return e
+}}
 
 // NotFound is the handler for unknown routes.
 func NotFound(w http.ResponseWriter, r *http.Request) {
