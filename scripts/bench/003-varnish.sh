@@ -11,6 +11,7 @@
 # Needs nginx, wrk and varnish (apt-get install nginx-light wrk varnish).
 #   scripts/bench/003-varnish.sh [DURATION] [ROUNDS]   (default 5s, 3 rounds)
 # MURE_BIN runs that binary instead of building this tree (before/after).
+# SIZES lists the object sizes in bytes (default "4096 102400").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dur=${1:-5s}
@@ -56,7 +57,7 @@ run() {
 med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo "load before: $(uptime)"
 printf "%-5s %11s %11s %11s %6s %6s %9s %9s %9s %8s %8s %8s  %s\n" size "varnish r/s" "mure r/s" "fast r/s" mure/v fast/v "v p99 ms" "m p99 ms" "f p99 ms" "v µs/req" "m µs/req" "f µs/req" "rounds (varnish/mure/fast r/s)"
-for size in 4096 102400; do
+for size in ${SIZES:-4096 102400}; do
   f=$work/www/f$size
   head -c $size /dev/urandom >"$f" && chmod 644 "$f"
   for port in 7981 7982 7983; do # fill, then check that it is a hit and whole

@@ -6,7 +6,8 @@
 # the requests wrk counted; on loopback it includes the kernel's delivery
 # of the bytes to wrk). On a shared machine the CPU per request is the
 # figure to compare; req/s follows the neighbours. Extra serve flags for
-# both nodes in $AB_ARGS (e.g. --cache 0). Needs wrk.
+# both nodes in $AB_ARGS (e.g. --cache 0). AB_FAST=1 starts each node with
+# --http-fast and measures the reads there (the fast read lane). Needs wrk.
 #   scripts/bench/ab-read.sh BIN_A BIN_B [ROUNDS] [DURATION] [SIZE...]
 #   (default 3 rounds of 4s, sizes 20480 32768 65536)
 # Ports: $AB_PORT (8300 by default) and the next 11.
@@ -24,11 +25,16 @@ ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; }
 declare -A bin pid tok addr
 bin[A]=$a bin[B]=$b
 trap 'kill ${pid[@]} 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT INT TERM
+declare -A raddr
 port=$base
 for k in A B; do
-  addr[$k]=127.0.0.1:$port
+  addr[$k]=127.0.0.1:$port raddr[$k]=127.0.0.1:$port
+  fast=()
+  if [ -n "${AB_FAST:-}" ]; then
+    raddr[$k]=127.0.0.1:$((port + 2)) fast=(--http-fast "${raddr[$k]}")
+  fi
   # shellcheck disable=SC2086 # AB_ARGS is a list of flags
-  env -u MURE_TOKEN "${bin[$k]}" serve --data "$work/$k" --http "${addr[$k]}" --peer 127.0.0.1:$((port + 1)) ${AB_ARGS:-} --log-level error >"$work/$k.log" 2>&1 &
+  env -u MURE_TOKEN "${bin[$k]}" serve --data "$work/$k" --http "${addr[$k]}" --peer 127.0.0.1:$((port + 1)) "${fast[@]}" ${AB_ARGS:-} --log-level error >"$work/$k.log" 2>&1 &
   pid[$k]=$!
   port=$((port + 10))
 done
@@ -53,7 +59,7 @@ for size in "${sizes[@]}"; do
   for _ in $(seq "$rounds"); do
     for k in A B; do
       t0=$(ticks "${pid[$k]}")
-      out=$(wrk -H "Authorization: Bearer ${tok[$k]}" -t2 -c64 -d"$dur" "http://${addr[$k]}/files/bench/f$size")
+      out=$(wrk -H "Authorization: Bearer ${tok[$k]}" -t2 -c64 -d"$dur" "http://${raddr[$k]}/files/bench/f$size")
       n=$(awk '/requests in/ {print $1}' <<<"$out")
       r=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
       u=$(echo "($(ticks "${pid[$k]}") - $t0) * 1000000 / $hz / $n" | bc -l)
