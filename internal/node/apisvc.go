@@ -86,7 +86,7 @@ func (a *apiService) front(ln net.Listener) net.Listener {
 	if web == nil {
 		return ln
 	}
-	f := web.NewFront(ln, filehttp.FrontOptions{Allow: n.fastAllow(), Slots: n.admission, IdleTimeout: n.httpSrv.IdleTimeout, HeaderTimeout: n.httpSrv.ReadHeaderTimeout})
+	f := web.NewFront(ln, filehttp.FrontOptions{Allow: n.fastAllow(), Slots: n.admission, IdleTimeout: n.httpSrv.IdleTimeout, HeaderTimeout: n.httpSrv.ReadHeaderTimeout, Prompt: n.prompt})
 	a.mu.Lock()
 	a.fronts = append(a.fronts, f)
 	a.mu.Unlock()
@@ -128,13 +128,17 @@ type APIStatus struct {
 	// overloaded (admission had no slot and no waiting place), without
 	// handing the connection to net/http.
 	FrontRefused uint64 `json:"front_refused"`
+	// PromptedAccepts is how many times the front's busy connections woke
+	// an accept loop (the client port's, the monitoring port's) because a
+	// new connection waited (docs/decisions/0067-prompt-accepts.md).
+	PromptedAccepts uint64 `json:"prompted_accepts"`
 	// TLSUntil is when the client ports' certificate expires (zero: no
 	// TLS).
 	TLSUntil time.Time `json:"tls_until,omitzero"`
 }
 
 func (a *apiService) Status() any {
-	st := APIStatus{Connections: a.n.openConns(), Refused: a.n.refused.Load(), Ports: a.n.ports.each(), Fast: a.n.FastAddr(), UI: a.n.UIAddr()}
+	st := APIStatus{Connections: a.n.openConns(), Refused: a.n.refused.Load(), Ports: a.n.ports.each(), Fast: a.n.FastAddr(), UI: a.n.UIAddr(), PromptedAccepts: a.n.promptCount()}
 	a.mu.Lock()
 	for _, f := range a.fronts {
 		st.FrontServed += f.Served()

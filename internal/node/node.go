@@ -27,6 +27,7 @@ import (
 	"github.com/mure-dev/mure/internal/dispatch"
 	"github.com/mure-dev/mure/internal/dsc"
 	"github.com/mure-dev/mure/internal/files"
+	"github.com/mure-dev/mure/internal/files/filehttp"
 	"github.com/mure-dev/mure/internal/files/s3"
 	"github.com/mure-dev/mure/internal/files/webdav"
 	"github.com/mure-dev/mure/internal/frontdoor"
@@ -55,6 +56,9 @@ type Node struct {
 	httpSrv *http.Server
 	fastLn  net.Listener
 	uiLn    net.Listener // the monitoring port (nil without --ui-addr)
+	// prompts are the listeners whose accept loops the front's busy
+	// connections wake (prompt.go), set before the servers start.
+	prompts []*filehttp.PromptListener
 	uiSrv   *http.Server
 	pprof   *http.Server
 	load    *hostload.Reader

@@ -65,7 +65,7 @@ func (n *Node) listenUI() error {
 	if err != nil {
 		return fmt.Errorf("monitoring port %s: %w", n.cfg.UIAddr, err)
 	}
-	n.uiLn = frontdoor.LimitConns(ln, uiMaxConns, func(string) {})
+	n.uiLn = frontdoor.LimitConns(n.prompted(ln), uiMaxConns, func(string) {})
 	return nil
 }
 

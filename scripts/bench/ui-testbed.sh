@@ -20,6 +20,15 @@
 #   NODE_ENV  environment of the node (e.g. GOGC=400), through testbed up
 #   MURE_BIN  a binary to run instead of building this tree (to compare
 #             two versions in one go; an older one needs UI=http)
+#   TRACE=DIR keep in DIR what tells where a slow probe waited: each
+#             probe's start and curl's connect, request-sent and
+#             first-byte times, the node's log, the probes' packets at
+#             both ends (tcpdump, when installed), the TCP counters of
+#             both hosts (nstat: retransmits, listen queue overflows),
+#             the links' queue drops (tc -s) and the node's CFS
+#             throttling (cpu.stat), before and after the overload;
+#             with GOTRACE=SECONDS also a Go execution trace of the node
+#             that long from 5 s into the overload (go tool trace)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dur=${1:-20s}
@@ -44,9 +53,28 @@ port) probe=10.77.0.11:7948 nodeargs="--ui-addr $probe" ;;
 http) probe=$node nodeargs= ;;
 *) echo "UI is port or http (got $ui)" >&2; exit 2 ;;
 esac
+[ -z "${GOTRACE:-}" ] || nodeargs="$nodeargs --pprof 10.77.0.11:6060"
 env ${NODE_ENV:-} "$bin" testbed up --servers 1 --clients 2 --server-cpu 0.2 --client-cpu 0.6 \
   --server-link 100mbit --client-link 100mbit --disk tmpfs --data-size 2000 --node-args "$nodeargs ${NODE_ARGS:-}" >"$work/up.log"
 tx() { "$bin" testbed exec "$@"; }
+state=/run/mure-testbed/state.json
+host() { jq -r --arg h "$1" ".hosts[] | select(.name == \$h) | .$2" "$state"; }
+snap() { # NAME: the counters TRACE keeps, before and after the overload
+  [ -n "${TRACE:-}" ] || return 0
+  local s1 c2
+  s1=$(host s1 netns) c2=$(host c2 netns)
+  { echo "== $1 $(date +%s.%N)"
+    for ns in "$s1" "$c2"; do echo "-- nstat $ns"; ip netns exec "$ns" nstat -az | grep -E 'Retrans|ListenOverflows|ListenDrops|TCPTimeouts|LossProbe|SynRetrans|TCPBacklogDrop|TCPReqQFull|TCPAbort' || true; done
+    echo "-- tc $s1"; ip netns exec "$s1" tc -s qdisc show
+    echo "-- tc root"; tc -s qdisc show dev "$(host s1 veth)"; tc -s qdisc show dev "$(host c2 veth)"
+    echo "-- cpu.stat"; cat "$(host s1 cgroup.cpu)/cpu.stat"
+    echo "-- ss $s1"; ip netns exec "$s1" ss -lnt
+  } >>"$TRACE/counters"
+}
+if [ -n "${TRACE:-}" ]; then
+  mkdir -p "$TRACE"
+  trap 'cp "$(host s1 log)" "$TRACE/node.log" 2>/dev/null || true; kill $(jobs -p) 2>/dev/null || true; cleanup' EXIT INT TERM
+fi
 bench() { # json flags...
   local json=$1
   shift
@@ -62,16 +90,29 @@ rate=$(awk -v s="$sust" 'BEGIN {printf "%d", 2 * s}')
 # the probes: curl from c2, one path after the other, every 200 ms, for the
 # overload's duration (bounded by count)
 n=$((secs * 5))
+snap before
+if [ -n "${TRACE:-}" ] && command -v tcpdump >/dev/null; then
+  c2addr=$(host c2 addr)
+  ip netns exec "$(host c2 netns)" timeout $((secs + 30)) tcpdump -nn -tt -i any -w "$TRACE/c2.pcap" "tcp and host ${probe%:*}" 2>/dev/null &
+  ip netns exec "$(host s1 netns)" timeout $((secs + 30)) tcpdump -nn -tt -i any -w "$TRACE/s1.pcap" "tcp and host $c2addr" 2>/dev/null &
+  sleep 1
+fi
 tx c2 -- sh -c "for i in \$(seq $n); do
   for p in /ui/api/view /history /metrics; do
     out=/dev/null; [ \$p = /metrics ] && out=$work/metrics.\$i
-    curl -s -o \$out -w \"\$p %{http_code} %{time_total} %{time_connect}\n\" --max-time 5 http://$probe\$p || echo \"\$p 000 5 5\"
+    t=\$(date +%s.%N)
+    curl -s -o \$out -w \"\$p %{http_code} %{time_total} %{time_connect} %{time_pretransfer} %{time_starttransfer} \$t %{local_port}\n\" --max-time 5 http://$probe\$p || echo \"\$p 000 5 5\"
   done
   sleep 0.2
 done" >"$work/probes" &
 prober=$!
+if [ -n "${TRACE:-}" ] && [ -n "${GOTRACE:-}" ]; then
+  (sleep 5; tx c2 -- curl -s -o "$TRACE/go.trace" "http://10.77.0.11:6060/debug/pprof/trace?seconds=$GOTRACE") &
+fi
 bench "$work/open.json" --rate "$rate" --outstanding 4096 --duration "$dur"
 wait $prober
+snap after
+[ -z "${TRACE:-}" ] || cp "$work/probes" "$TRACE/probes"
 
 quantile() { # Q: the Q-th percentile (ms) of the numbers on stdin
   sort -n | awk -v q="$1" '{a[NR] = $1 * 1000} END {if (!NR) {print "-"; exit} i = int(NR * q / 100 + 0.999); if (i > NR) i = NR; printf "%.1f", a[i]}'
@@ -87,7 +128,7 @@ gc=$(gofig go_gc_duration_seconds_count | sort -g | awk 'NR == 1 {a = $1} {b = $
 pause=$(gofig go_gc_duration_seconds_sum | sort -g | awk 'NR == 1 {a = $1} {b = $1} END {printf "%.1f", (b - a) * 1000}')
 gor=$(gofig go_goroutines | sort -g | tail -1)
 heap=$(gofig go_memstats_heap_inuse_bytes | sort -g | tail -1 | awk '{printf "%.0f", $1 / 1048576}')
-api=$(tx c2 -- curl -s --max-time 5 http://$probe/status | jq -c '.services.api | {front_served, front_refused}' 2>/dev/null || true)
+api=$(tx c2 -- curl -s --max-time 5 http://$probe/status | jq -c '.services.api | {front_served, front_refused, prompted_accepts}' 2>/dev/null || true)
 echo "client API after the run: ${api:--}"
 echo "go runtime at the scrapes: ${gc:--} GC cycles, pauses ${pause:--} ms in all, at most ${gor:--} goroutines and ${heap:--} MiB heap in use"
 for p in /ui/api/view /history /metrics; do

@@ -52,6 +52,11 @@ type FrontOptions struct {
 	// IdleTimeout closes a connection idle this long between requests;
 	// HeaderTimeout bounds reading one request head.
 	IdleTimeout, HeaderTimeout time.Duration
+	// Prompt, when set, is called by each connection before it reads a
+	// request, with the time: PromptListener.Prompt, so that the
+	// connections a busy node is answering wake its accept loops
+	// (prompt.go).
+	Prompt func(now time.Time)
 }
 
 // Front is the listener net/http serves: it yields the connections the
@@ -220,7 +225,11 @@ func (f *Front) serveConn(c net.Conn, st *atomic.Int32) {
 		// A deadline set is timer work: the idle one is moved only once an
 		// eighth of it has passed, so a connection idles at least 7/8 of
 		// IdleTimeout, at most all of it.
-		if now := time.Now(); now.Sub(idleSince) > f.o.IdleTimeout/8 {
+		now := time.Now()
+		if f.o.Prompt != nil {
+			f.o.Prompt(now)
+		}
+		if now.Sub(idleSince) > f.o.IdleTimeout/8 {
 			_ = c.SetReadDeadline(now.Add(f.o.IdleTimeout))
 			idleSince = now
 		}
