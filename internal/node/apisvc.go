@@ -184,7 +184,7 @@ func (n *Node) listenClient() error {
 	if n.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("client API port %s: %w", cfg.HTTPAddr, err)
 	}
-	n.httpLn = n.limitConns("client", n.httpLn, nil)
+	n.httpLn = n.limitConns("client", n.prompted(n.httpLn), nil)
 	if cfg.FastHTTPAddr != "" {
 		if n.fastLn, err = net.Listen("tcp", cfg.FastHTTPAddr); err != nil {
 			n.httpLn.Close()
