@@ -88,7 +88,7 @@ sust=$(field "$work/closed.json" ops_per_s)
 rate=$(awk -v s="$sust" 'BEGIN {printf "%d", 2 * s}')
 
 # the probes: curl from c2, one path after the other, every 200 ms, for the
-# overload's duration (bounded by count)
+# overload's duration (bounded by count), each on a new connection
 n=$((secs * 5))
 snap before
 if [ -n "${TRACE:-}" ] && command -v tcpdump >/dev/null; then
@@ -106,13 +106,20 @@ tx c2 -- sh -c "for i in \$(seq $n); do
   sleep 0.2
 done" >"$work/probes" &
 prober=$!
+# the view again, every 200 ms on one kept-alive connection, as a browser
+# asks (curl reuses its connection between serial transfers; %{num_connects}
+# says when it had to open a new one)
+urls=$(for i in $(seq $n); do printf -- '-o /dev/null http://%s/ui/api/view ' "$probe"; done)
+tx c2 -- curl -s --rate 5/s -w '%{http_code} %{time_total} %{num_connects}\n' --max-time 5 $urls >"$work/kept" 2>/dev/null &
+keeper=$!
 if [ -n "${TRACE:-}" ] && [ -n "${GOTRACE:-}" ]; then
   (sleep 5; tx c2 -- curl -s -o "$TRACE/go.trace" "http://10.77.0.11:6060/debug/pprof/trace?seconds=$GOTRACE") &
 fi
 bench "$work/open.json" --rate "$rate" --outstanding 4096 --duration "$dur"
 wait $prober
+wait $keeper || true
 snap after
-[ -z "${TRACE:-}" ] || cp "$work/probes" "$TRACE/probes"
+[ -z "${TRACE:-}" ] || cp "$work/probes" "$work/kept" "$TRACE/"
 
 quantile() { # Q: the Q-th percentile (ms) of the numbers on stdin
   sort -n | awk -v q="$1" '{a[NR] = $1 * 1000} END {if (!NR) {print "-"; exit} i = int(NR * q / 100 + 0.999); if (i > NR) i = NR; printf "%.1f", a[i]}'
@@ -140,3 +147,7 @@ for p in /ui/api/view /history /metrics; do
     "$(awk -v p="$p" '$1 == p {print $3}' "$work/probes" | quantile 100)" \
     "$(awk -v p="$p" '$1 == p {print $4}' "$work/probes" | quantile 99)"
 done
+printf '%-14s %d/%d answered 200   p50 %s ms   p99 %s ms   max %s ms   (%d new connections)\n' "view kept-alive" \
+  "$(awk '$1 == 200' "$work/kept" | wc -l)" "$(wc -l <"$work/kept")" \
+  "$(awk '{print $2}' "$work/kept" | quantile 50)" "$(awk '{print $2}' "$work/kept" | quantile 99)" \
+  "$(awk '{print $2}' "$work/kept" | quantile 100)" "$(awk '{s += $3} END {print s + 0}' "$work/kept")"
