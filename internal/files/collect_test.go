@@ -56,7 +56,7 @@ func TestDeletedSpaceComesBack(t *testing.T) {
 				// at the release of the write right, made at once.
 				c.apply(meta.Command{Kind: meta.KindSetConfig, Key: meta.CfgResume, Value: "immediate"})
 				protected := func() bool {
-					kept, _ := s.protect.keep(path, []string{s.fsm.File(path).BlobID}, "")
+					kept, _ := s.protect.keep(path, []string{s.fsm.File(path).BlobID}, "", 0)
 					return len(kept) > 0
 				}
 				for deadline := time.Now().Add(5 * time.Second); protected(); time.Sleep(20 * time.Millisecond) {

@@ -432,7 +432,7 @@ func (s *Service) proposeDrop(ctx context.Context, f *meta.File, replicas int) b
 	if cur := s.fsm.File(f.Path); cur.Exists() && cur.BlobID == f.BlobID && cur.IsValidOn(s.self) || s.hot.wants(f.Path) {
 		return true
 	}
-	if kept, _ := s.protect.keep(f.Path, []string{f.BlobID}, ""); len(kept) == 0 {
+	if kept, _ := s.protect.keep(f.Path, []string{f.BlobID}, "", 0); len(kept) == 0 {
 		if err := s.st.Remove(f.Path, f.BlobID); err != nil {
 			s.log.Warn("remove dropped hot copy", "path", f.Path, "err", err)
 		}

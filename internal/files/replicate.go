@@ -12,20 +12,31 @@ import (
 
 // protected remembers blobs written but not yet committed in the
 // catalogue (a write in progress here, or a standby copy pushed to us), so
-// that garbage collection does not remove them under the writer.
+// that garbage collection does not remove them under the writer. A blob
+// written here stays protected after its commit until this node has
+// applied the commit (committed): garbage collection may hold a view of
+// the path from before it (TestLitmus's COPY then MOVE met "no valid
+// copy"), and once the commit is applied the catalogue decides.
 type protected struct {
 	mu    sync.Mutex
-	m     map[string]time.Time // path + "\x00" + id → until
-	swept time.Time            // expired entries were last removed
+	m     map[string]protection // path + "\x00" + id
+	swept time.Time             // expired entries were last removed
+}
+
+// protection is one blob's: until a time, or until this node has applied
+// index (0: no such end).
+type protection struct {
+	until time.Time
+	index uint64
 }
 
 func (p *protected) add(path, id string, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.m == nil {
-		p.m = map[string]time.Time{}
+		p.m = map[string]protection{}
 	}
-	p.m[path+"\x00"+id] = time.Now().Add(d)
+	p.m[path+"\x00"+id] = protection{until: time.Now().Add(d)}
 }
 
 // done ends the protection of a blob before its time (its fetch has
@@ -36,10 +47,24 @@ func (p *protected) done(path, id string) {
 	delete(p.m, path+"\x00"+id)
 }
 
+// committed ends the protection of a blob once this node has applied
+// index, the entry that committed it (at its time if that comes first).
+func (p *protected) committed(path, id string, index uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := path + "\x00" + id
+	if e, ok := p.m[k]; ok {
+		e.index = index
+		p.m[k] = e
+	}
+}
+
 // keep returns the IDs among ids that are protected for path, but
 // current (the current version's blob, "" for none: kept anyway), and
-// the latest end of their protection.
-func (p *protected) keep(path string, ids []string, current string) (kept []string, until time.Time) {
+// the latest end of their protection. applied is the index this node had
+// applied before the record that current comes from was read (0: none
+// known; a protection until an index then lasts until its time).
+func (p *protected) keep(path string, ids []string, current string, applied uint64) (kept []string, until time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
@@ -49,18 +74,28 @@ func (p *protected) keep(path string, ids []string, current string) (kept []stri
 	// node taking a thousand writes per second).
 	if now.Sub(p.swept) > time.Second {
 		p.swept = now
-		for k, until := range p.m {
-			if now.After(until) {
+		for k, e := range p.m {
+			if now.After(e.until) {
 				delete(p.m, k)
 			}
 		}
 	}
 	for _, id := range ids {
-		if end, ok := p.m[path+"\x00"+id]; ok && !now.After(end) && id != current {
-			kept = append(kept, id)
-			if end.After(until) {
-				until = end
-			}
+		if id == current {
+			continue
+		}
+		k := path + "\x00" + id
+		e, ok := p.m[k]
+		if !ok || now.After(e.until) {
+			continue
+		}
+		if e.index != 0 && applied >= e.index {
+			delete(p.m, k) // committed, and the record read after shows it
+			continue
+		}
+		kept = append(kept, id)
+		if e.until.After(until) {
+			until = e.until
 		}
 	}
 	return kept, until
@@ -141,7 +176,8 @@ func (s *Service) replicateLoop(ctx context.Context) {
 				if !s.cl.HasReadLease() {
 					continue
 				}
-				if again := s.collect(s.fsm.File(p)); !again.IsZero() {
+				applied := s.fsm.Applied() // before the record: see protected
+				if again := s.collect(s.fsm.File(p), applied); !again.IsZero() {
 					later[p] = again
 				} else {
 					delete(later, p)
@@ -282,8 +318,9 @@ func (s *Service) fetchReplica(ctx context.Context, f *meta.File, source string)
 // It runs at every change of every path, so it lists the blobs' names
 // only (no sidecar read) and stops there in the usual case: the current
 // version's blob alone. It returns when to look again (zero: no need):
-// once the protection of blobs it kept only for that ends.
-func (s *Service) collect(f *meta.File) (again time.Time) {
+// once the protection of blobs it kept only for that ends. applied is
+// the index this node had applied before f was read.
+func (s *Service) collect(f *meta.File, applied uint64) (again time.Time) {
 	if f == nil {
 		return time.Time{}
 	}
@@ -298,7 +335,7 @@ func (s *Service) collect(f *meta.File) (again time.Time) {
 	if f.Exists() {
 		current = f.BlobID
 	}
-	keep, again := s.protect.keep(f.Path, ids, current)
+	keep, again := s.protect.keep(f.Path, ids, current, applied)
 	if current != "" {
 		keep = append(keep, current)
 	}

@@ -63,6 +63,7 @@ func (s *Service) putTaking(ctx context.Context, path string, cur *meta.File, bo
 		s.dropUnlessCommitted(path, blob, res)
 		return duplicate(res.File, res.Version), nil, true, nil
 	}
+	s.protect.committed(path, blob.ID, res.Index) // as in Put
 	s.metrics.writes.Inc()
 	s.metrics.bytesIn.Add(float64(blob.Size))
 	s.resumer.written(path, res.File.Grant)

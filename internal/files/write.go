@@ -105,11 +105,11 @@ func (s *Service) Put(ctx context.Context, path string, body io.Reader, o PutOpt
 	if err != nil {
 		return Info{}, commitError(path, err)
 	}
-	// The blob stays protected until its time ends, not at the decision:
-	// the resumption worker may hold a view of the path from before this
-	// commit was applied, and would remove the blob as unneeded
-	// (TestLitmus's COPY then MOVE met "no valid copy"); a delete soon
-	// after is collected once the protection ends (replicateLoop's later).
+	// The blob stays protected until this node has applied the commit, not
+	// at the decision: the resumption worker may hold a view of the path
+	// from before, and would remove the blob as unneeded (TestLitmus's
+	// COPY then MOVE met "no valid copy"); a delete soon after is
+	// collected once the protection ends (replicateLoop's later).
 	if res.Err != nil {
 		s.st.Remove(path, blob.ID)
 		return Info{}, s.stateError(ctx, path, res.Err)
@@ -118,6 +118,7 @@ func (s *Service) Put(ctx context.Context, path string, body io.Reader, o PutOpt
 		s.dropUnlessCommitted(path, blob, res)
 		return duplicate(res.File, res.Version), nil
 	}
+	s.protect.committed(path, blob.ID, res.Index)
 	s.metrics.writes.Inc()
 	s.metrics.bytesIn.Add(float64(blob.Size))
 	s.resumer.written(path, res.File.Grant)
