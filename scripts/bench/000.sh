@@ -7,7 +7,9 @@
 #                                # alternated 1,2,4,1,2,4... for ROUNDS rounds of REPS
 #                                # runs each, a fresh testbed per size; prints MB/s, the
 #                                # servers' CPU per write and the load average beside
-#                                # each; TAG names the JSON (writes-TAG-rR-sN-SIZE.json)
+#                                # each, and how many of the server hosts' 10 ms CPU
+#                                # periods ran out of quota; TAG names the JSON
+#                                # (writes-TAG-rR-sN-SIZE.json); RESUME=reads: no copies
 # Results: docs/bench/000/*.json, charts in docs/img/000-*.png.
 # The nodes' data are on one shared tmpfs (--disk tmpfs), as when the figures in
 # docs/benchmarks.md were measured; DISK=loop gives each server a disk of its own
@@ -25,8 +27,8 @@ case $mode in
 esac
 servers=${SERVERS:-"1 2 4"}
 out=docs/bench/000; mkdir -p "$out" docs/img
-bin=$(mktemp -d)/mure
-go build -o "$bin" ./cmd/mure
+bin=${MURE_BIN:-}  # MURE_BIN: a built mure to run (e.g. another commit's, for an A/B)
+if [ -z "$bin" ]; then bin=$(mktemp -d)/mure; go build -o "$bin" ./cmd/mure; fi
 trap '"$bin" testbed down >/dev/null 2>&1 || true' EXIT INT TERM
 
 # Per host: servers 100 Mbit/s and 0.2 core, clients 150 Mbit/s and 0.2
@@ -52,6 +54,19 @@ run() { # label json-name extra-flags...
   done
 }
 
+# throttled N: the server hosts' CPU periods (10 ms) and how many of them ran out of
+# quota, summed (cgroup v1 cpu.stat; "0 0" elsewhere).
+throttled() {
+  local p=0 t=0 i f
+  for i in $(seq "$1"); do
+    f=$(find /sys/fs/cgroup/cpu,cpuacct/ -maxdepth 5 -type d -name "mure-s$i" 2>/dev/null | head -1)/cpu.stat
+    [ -f "$f" ] || continue
+    p=$((p + $(awk '$1=="nr_periods"{print $2}' "$f")))
+    t=$((t + $(awk '$1=="nr_throttled"{print $2}' "$f")))
+  done
+  echo "$p $t"
+}
+
 # figures N: the servers' CPU seconds (their hosts' cgroups) and writes taken, summed.
 figures() {
   local cpu=0 w=0 i
@@ -68,16 +83,22 @@ if [ "$mode" = writes ]; then
     for n in $servers; do
       for size in ${SIZES:-4K 64K}; do
         up "$n" local >/dev/null
+        # RESUME=reads shows what a write costs when no copy is made (an
+        # own-set write test never reads); the issue's setting is idle.
+        [ -n "${RESUME:-}" ] && "$bin" config set resume "$RESUME" --node 10.77.0.11:7946 >/dev/null
         f="$out/writes-${TAG:-run}-r$r-s$n-$size.json"
         la0=$(cut -d' ' -f1 /proc/loadavg)
         read -r cpu0 w0 < <(figures "$n")
+        read -r p0 t0 < <(throttled "$n")
         "$bin" testbed bench --clients 16 --files 50 --sizes "$size" --reps "${REPS:-2}" \
           --duration "$dur" --warmup 1s --label "$n srv" --json "$f" --op write --sets own >/dev/null
         read -r cpu1 w1 < <(figures "$n")
+        read -r p1 t1 < <(throttled "$n")
         # CPU per write covers the whole bench (the sets written first too).
         jq -r --arg n "$n" --arg r "$r" --arg la "$la0-$(cut -d' ' -f1 /proc/loadavg)" \
+          --arg thr "$((t1 - t0))/$((p1 - p0))" \
           --arg cpw "$(echo "scale=2; 1000 * ($cpu1 - $cpu0) / ($w1 - $w0)" | bc -l)" \
-          '.groups[] | "round \($r)  \($n) srv  \(.size/1024)K  MB/s \(.mb_per_s.mean*1000|round/1000) (\(.mb_per_s.min*1000|round/1000)-\(.mb_per_s.max*1000|round/1000))  writes/s \(.ops_per_s.mean|round)  errors \(.errors)  servers CPU ms/write \($cpw)  load \($la)"' "$f"
+          '.groups[] | "round \($r)  \($n) srv  \(.size/1024)K  MB/s \(.mb_per_s.mean*1000|round/1000) (\(.mb_per_s.min*1000|round/1000)-\(.mb_per_s.max*1000|round/1000))  writes/s \(.ops_per_s.mean|round)  errors \(.errors)  servers CPU ms/write \($cpw)  throttled periods \($thr)  load \($la)"' "$f"
       done
     done
   done
