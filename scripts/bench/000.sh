@@ -59,7 +59,7 @@ run() { # label json-name extra-flags...
 throttled() {
   local p=0 t=0 i f
   for i in $(seq "$1"); do
-    f=$(find /sys/fs/cgroup/cpu,cpuacct/ -maxdepth 5 -type d -name "mure-s$i" 2>/dev/null | head -1)/cpu.stat
+    f=$(find -L /sys/fs/cgroup/cpu/ -maxdepth 4 -type d -name "mure-s$i" 2>/dev/null | head -1 || true)/cpu.stat
     [ -f "$f" ] || continue
     p=$((p + $(awk '$1=="nr_periods"{print $2}' "$f")))
     t=$((t + $(awk '$1=="nr_throttled"{print $2}' "$f")))
