@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // memSender writes a connection's answers from memory (a head, and a
@@ -22,6 +24,13 @@ func (w *memSender) write(c *net.TCPConn, head, body []byte) error {
 // newSockReader returns a reader of c's socket (the raw call is Linux's
 // here: c itself).
 func newSockReader(c *net.TCPConn) io.Reader { return c }
+
+// pollIn says whether fd has something to read, without waiting.
+func pollIn(fd uintptr) bool {
+	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(p, 0)
+	return err == nil && n > 0 && p[0].Revents&unix.POLLIN != 0
+}
 
 // writeHeadMore writes a response head; MSG_MORE is Linux's.
 func writeHeadMore(c net.Conn, b []byte) error {

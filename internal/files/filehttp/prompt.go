@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // A prompt listener: a listener whose accept loop the running goroutines
@@ -108,10 +106,6 @@ func (l *PromptListener) Prompts() uint64 { return l.kicks.Load() }
 // waiting says whether a connection waits in the listen queue.
 func (l *PromptListener) waiting() bool {
 	ready := false
-	_ = l.rc.Control(func(fd uintptr) {
-		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(p, 0)
-		ready = err == nil && n > 0 && p[0].Revents&unix.POLLIN != 0
-	})
+	_ = l.rc.Control(func(fd uintptr) { ready = pollIn(fd) })
 	return ready
 }
