@@ -10,6 +10,9 @@
 # the reads the front answered and refused, the Go runtime's GC cycles,
 # pauses, goroutines and heap at the scrapes, and the probes' p50, p99 and
 # max; the target is p99 <= 200 ms.
+# The view is also asked every 200 ms on one kept-alive connection, and
+# the page's event stream is kept open, to show what a browser sees; the
+# target is the fresh connections' p99.
 #   scripts/bench/ui-testbed.sh [DURATION]    (default 20s; about 2 minutes)
 # Testbed nodes run without authentication, so the probes need no session.
 # Environment:
@@ -112,14 +115,21 @@ prober=$!
 urls=$(for i in $(seq $n); do printf -- '-o /dev/null http://%s/ui/api/view ' "$probe"; done)
 tx c2 -- curl -s --rate 5/s -w '%{http_code} %{time_total} %{num_connects}\n' --max-time 5 $urls >"$work/kept" 2>/dev/null &
 keeper=$!
+# the page's event stream, kept open as a browser keeps it: when each
+# update arrives (the monitor publishes on each whole second of the clock,
+# and the hosts share the machine's clock)
+printf '%s\n' "curl -sN --max-time $((secs + 2)) http://$probe/ui/api/events | awk '/^event:/ { c = \"date +%s.%N\"; c | getline now; close(c); print now; fflush() }'" >"$work/events.sh"
+tx c2 -- sh "$work/events.sh" >"$work/events" 2>/dev/null &
+streamer=$!
 if [ -n "${TRACE:-}" ] && [ -n "${GOTRACE:-}" ]; then
   (sleep 5; tx c2 -- curl -s -o "$TRACE/go.trace" "http://10.77.0.11:6060/debug/pprof/trace?seconds=$GOTRACE") &
 fi
 bench "$work/open.json" --rate "$rate" --outstanding 4096 --duration "$dur"
 wait $prober
 wait $keeper || true
+wait $streamer || true
 snap after
-[ -z "${TRACE:-}" ] || cp "$work/probes" "$work/kept" "$TRACE/"
+[ -z "${TRACE:-}" ] || cp "$work/probes" "$work/kept" "$work/events" "$TRACE/"
 
 quantile() { # Q: the Q-th percentile (ms) of the numbers on stdin
   sort -n | awk -v q="$1" '{a[NR] = $1 * 1000} END {if (!NR) {print "-"; exit} i = int(NR * q / 100 + 0.999); if (i > NR) i = NR; printf "%.1f", a[i]}'
@@ -151,3 +161,10 @@ printf '%-14s %d/%d answered 200   p50 %s ms   p99 %s ms   max %s ms   (%d new c
   "$(awk '$1 == 200' "$work/kept" | wc -l)" "$(wc -l <"$work/kept")" \
   "$(awk '{print $2}' "$work/kept" | quantile 50)" "$(awk '{print $2}' "$work/kept" | quantile 99)" \
   "$(awk '{print $2}' "$work/kept" | quantile 100)" "$(awk '{s += $3} END {print s + 0}' "$work/kept")"
+# an update's lateness: its arrival after the whole second it was published
+# on (the first, sent on connecting, left out); a gap over 1.5 s between
+# two is a second whose update came more than half a second late or never
+awk 'NR > 1 {printf "%.6f\n", $1 - int($1)}' "$work/events" >"$work/late"
+printf '%-14s %d updates   late p50 %s ms   p99 %s ms   max %s ms   (%d gaps over 1.5 s)\n' "view stream" \
+  "$(wc -l <"$work/late")" "$(quantile 50 <"$work/late")" "$(quantile 99 <"$work/late")" "$(quantile 100 <"$work/late")" \
+  "$(awk 'NR > 1 && $1 - p > 1.5 {n++} {p = $1} END {print n + 0}' "$work/events")"
