@@ -117,8 +117,9 @@ tx c2 -- curl -s --rate 5/s -w '%{http_code} %{time_total} %{num_connects}\n' --
 keeper=$!
 # the page's event stream, kept open as a browser keeps it: when each
 # update arrives (the monitor publishes on each whole second of the clock,
-# and the hosts share the machine's clock)
-printf '%s\n' "curl -sN --max-time $((secs + 2)) http://$probe/ui/api/events | awk '/^event:/ { c = \"date +%s.%N\"; c | getline now; close(c); print now; fflush() }'" >"$work/events.sh"
+# and the hosts share the machine's clock; grep, not awk: mawk holds lines
+# back until its input buffer fills)
+printf '%s\n' "curl -sN --max-time $((secs + 2)) http://$probe/ui/api/events | grep --line-buffered '^event:' | while read -r e; do date +%s.%N; done" >"$work/events.sh"
 tx c2 -- sh "$work/events.sh" >"$work/events" 2>/dev/null &
 streamer=$!
 if [ -n "${TRACE:-}" ] && [ -n "${GOTRACE:-}" ]; then
