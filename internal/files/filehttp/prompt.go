@@ -22,7 +22,7 @@ import (
 // processor instead, ahead of the queue. So the goroutines that run all
 // the time while the node is busy — the front's connections, after each
 // request — call Prompt: at most once per PromptInterval it looks whether
-// a connection waits in the listen queue (poll(2), no accept) and, if
+// a connection waits in the listen queue (ppoll, no accept) and, if
 // one does, ends the accept loop's wait by putting the listener's
 // deadline in the past. The accept loop runs as soon as the goroutine
 // that looked parks, accepts, clears the deadline, and starts the new
@@ -77,7 +77,7 @@ func (l *PromptListener) unkick() bool {
 
 // Prompt wakes the accept loop when a connection waits to be accepted,
 // at most once per PromptInterval; now is the caller's time.Now. Cheap
-// when it does nothing (an atomic load); the look is one poll(2).
+// when it does nothing (an atomic load); the look is one raw ppoll.
 func (l *PromptListener) Prompt(now time.Time) {
 	t := now.UnixNano()
 	next := l.next.Load()
