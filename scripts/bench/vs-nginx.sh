@@ -10,8 +10,9 @@
 # system, from /proc/PID/stat around each wrk run: mure's process, nginx's
 # master and workers) follows it much less, so the table gives its median
 # too. Each round also gives, for the main port, the share of wrk's requests
-# the front answered itself (under 1: connections went to net/http) and the
-# node's GC cycles during the run. Needs nginx, wrk and jq (apt-get install
+# the front answered itself (under 1: connections went to net/http), the
+# node's GC cycles during the run, and the machine's idle share during nginx's
+# and the main port's runs (more idle: a server that keeps wrk waiting). Needs nginx, wrk and jq (apt-get install
 # nginx-light wrk jq).
 #   scripts/bench/vs-nginx.sh [DURATION] [ROUNDS]   (default 5s, 3 rounds)
 # Ports: nginx on BASE, mure on BASE+10 (client), +11 (peer), +12 (fast
@@ -42,14 +43,21 @@ echo "load before: $(uptime)"
 hz=$(getconf CLK_TCK)
 # ticks PID...: the CPU time the processes have used, in clock ticks.
 ticks() { local p t=0; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' /proc/"$p"/stat))); done; echo $t; }
-# run URL PID...: "req/s µs-of-CPU-per-request requests" of one wrk run.
+# cpustat: the machine's "idle total" clock ticks (/proc/stat).
+cpustat() { awk '/^cpu / {print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
+# run URL PID...: "req/s µs-of-CPU-per-request requests idle-%" of one wrk run
+# (idle: the share of the machine's CPU time nobody used meanwhile; a server
+# that keeps wrk waiting leaves more of it).
 run() {
-  local url=$1 t0 out n
+  local url=$1 t0 out n i0 i1
   shift
   t0=$(ticks "$@")
+  i0=$(cpustat)
   out=$(wrk "${auth[@]}" -t2 -c64 -d"$dur" "$url")
   n=$(awk '/requests in/ {print $1}' <<<"$out")
-  echo "$(awk '/Requests\/sec/ {print $2}' <<<"$out") $(echo "($(ticks "$@") - $t0) * 1000000 / $hz / $n" | bc -l) $n"
+  i1=$(cpustat)
+  echo "$(awk '/Requests\/sec/ {print $2}' <<<"$out") $(echo "($(ticks "$@") - $t0) * 1000000 / $hz / $n" | bc -l) $n \
+$(echo "$i0 $i1" | awk '{printf "%.0f", 100 * ($3 - $1) / ($4 - $2)}')"
 }
 # node: "front_served gc_cycles" of the node now (/status, /metrics): a round whose
 # CPU per request jumps says whether the front handed connections to net/http
@@ -71,13 +79,13 @@ for size in 4096 65536 1048576; do
   npids=("$npid" $(pgrep -P "$npid")) # the master and its workers
   ns=() ms=() qs=() nc=() mc=() qc=() all=""
   for r in $(seq "$rounds"); do
-    read -r n ncpu _ < <(run http://$ng/files/bench/f$size "${npids[@]}")
+    read -r n ncpu _ nidle < <(run http://$ng/files/bench/f$size "${npids[@]}")
     read -r fs0 gc0 < <(node)
-    read -r m mcpu mn < <(run http://$main/files/bench/f$size "$mpid")
+    read -r m mcpu mn midle < <(run http://$main/files/bench/f$size "$mpid")
     read -r fs1 gc1 < <(node)
-    read -r q qcpu _ < <(run http://$fast/files/bench/f$size "$mpid")
+    read -r q qcpu _ _ < <(run http://$fast/files/bench/f$size "$mpid")
     ns+=("$n") ms+=("$m") qs+=("$q") nc+=("$ncpu") mc+=("$mcpu") qc+=("$qcpu")
-    all="$all ${n%.*}/${m%.*}/${q%.*}; $(printf '%.1f/%.1f/%.1f' "$ncpu" "$mcpu" "$qcpu"); main: front $(echo "($fs1 - $fs0) / $mn" | bc -l | xargs printf %.2f), gc $((gc1 - gc0)) |"
+    all="$all ${n%.*}/${m%.*}/${q%.*}; $(printf '%.1f/%.1f/%.1f' "$ncpu" "$mcpu" "$qcpu"); main: front $(echo "($fs1 - $fs0) / $mn" | bc -l | xargs printf %.2f), gc $((gc1 - gc0)), idle nginx/main ${nidle}/${midle}% |"
   done
   n=$(med "${ns[@]}") m=$(med "${ms[@]}") q=$(med "${qs[@]}")
   printf "%-6s %12.0f %16.0f %16.0f %7.2f %7.2f %9.1f %9.1f %9.1f  %s\n" $((size / 1024))K "$n" "$m" "$q" "$(echo "$m / $n" | bc -l)" "$(echo "$q / $n" | bc -l)" \
