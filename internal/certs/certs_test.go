@@ -70,22 +70,7 @@ func TestCAPEM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", h.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			_ = c.(*tls.Conn).Handshake()
-			c.Close()
-		}
-	}()
-	conn, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool})
-	if err != nil {
-		t.Fatalf("a client trusting CAPEM: %v", err)
-	}
-	conn.Close()
+	dialTrusting(t, h, pool, "a client trusting CAPEM")
 
 	// The leaf alone (a chain without its root): nothing to give.
 	chain, err := os.ReadFile(crt)
@@ -155,6 +140,13 @@ func TestCAPEMIntermediate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dialTrusting(t, h, pool, "a client trusting the intermediate alone")
+}
+
+// dialTrusting fails t unless a TLS client trusting pool alone completes
+// a handshake with a server holding h's chain.
+func dialTrusting(t *testing.T, h *Holder, pool *x509.CertPool, who string) {
+	t.Helper()
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", h.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +160,7 @@ func TestCAPEMIntermediate(t *testing.T) {
 	}()
 	conn, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool})
 	if err != nil {
-		t.Fatalf("a client trusting the intermediate alone: %v", err)
+		t.Fatalf("%s: %v", who, err)
 	}
 	conn.Close()
 }
