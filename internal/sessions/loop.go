@@ -70,7 +70,7 @@ func (m *Manager) tick(ctx context.Context) {
 			continue
 		}
 		switch {
-		case r.State == StateStarting && r.Restarts == 0:
+		case firstStart(r):
 			// A first start that failed, or whose node stopped while
 			// starting it: no program ever ran; nothing to show.
 			m.log.Warn("removing the record of a session that did not start", "session", r.ID)
@@ -206,8 +206,13 @@ func (m *Manager) watchNodes(ctx context.Context, recs []Session) {
 		if now.Sub(since) < m.cfg.LostAfter {
 			continue
 		}
+		// A first start is not restarted elsewhere: its node died while
+		// starting it, and the request that asked for it most likely
+		// failed with it (the user may have asked again). Lost, it stays
+		// visible until killed, and is running again if its node comes
+		// back with the holder.
 		k, ok := m.kinds[r.Kind]
-		if ok && k.RestartElsewhere {
+		if ok && k.RestartElsewhere && !firstStart(r) {
 			if live == nil {
 				live = m.liveNodes(dead)
 			}
@@ -258,3 +263,7 @@ func (m *Manager) restartHere(ctx context.Context, r Session) {
 	m.log.Info("session restarted here", "session", r.ID)
 	_ = m.apply(ctx, SetOp(Move{ID: r.ID, Node: m.cl.NodeID(), State: StateRunning}))
 }
+
+// firstStart reports whether r is a new session's record written before
+// its holder started (Start) and not yet marked running: no restart.
+func firstStart(r Session) bool { return r.State == StateStarting && r.Restarts == 0 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/mure-dev/mure/internal/meta"
@@ -137,5 +138,35 @@ func TestTickStartingRecords(t *testing.T) {
 	want := map[string]string{"now": StateStarting, "moved": StateLost}
 	if len(got) != len(want) || got["now"] != want["now"] || got["moved"] != want["moved"] {
 		t.Errorf("records after a tick: %v, want %v", got, want)
+	}
+}
+
+// The leader restarts elsewhere the sessions of a dead node whose kind
+// says so, but not a first start the node did not finish: that one is
+// lost (no program is started that its request was likely told failed).
+func TestWatchNodesFirstStart(t *testing.T) {
+	cl := newRaftless("n1")
+	m, err := NewManager(Config{Dir: t.TempDir(), LostAfter: time.Millisecond}, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := m.kinds["shell"]
+	k.RestartElsewhere = true
+	m.kinds["shell"] = k
+	for _, s := range []Session{
+		{ID: "unstarted", User: "u", Kind: "shell", Node: "n2", State: StateStarting},
+		{ID: "running", User: "u", Kind: "shell", Node: "n2", State: StateRunning},
+	} {
+		cl.must(t, AddOp(s))
+	}
+	m.deadSince["n2"] = time.Now().Add(-time.Second) // dead for longer than LostAfter
+	m.watchNodes(context.Background(), m.Records())
+	got := map[string]string{}
+	for _, r := range m.Records() {
+		got[r.ID] = r.Node + " " + r.State
+	}
+	want := map[string]string{"unstarted": "n2 " + StateLost, "running": "n1 " + StateStarting}
+	if len(got) != len(want) || got["unstarted"] != want["unstarted"] || got["running"] != want["running"] {
+		t.Errorf("records after the dead node's sessions were looked at: %v, want %v", got, want)
 	}
 }
