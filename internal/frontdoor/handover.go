@@ -135,7 +135,7 @@ func (l *handoverListener) Accept() (net.Conn, error) {
 
 // handoverConn reads the preamble, if any, on the first Read (in the
 // server's connection goroutine, under its read deadline, never in
-// Accept). It keeps the underlying connection's ReadFrom, so that files
+// Accept) or RemoteAddr (under PreambleTimeout). It keeps the underlying connection's ReadFrom, so that files
 // are still sent with sendfile.
 type handoverConn struct {
 	net.Conn
@@ -148,7 +148,7 @@ type handoverConn struct {
 }
 
 func (c *handoverConn) Read(p []byte) (int, error) {
-	c.once.Do(c.check)
+	c.once.Do(c.check) // under the reader's deadline, left as it is
 	if c.err != nil {
 		return 0, c.err
 	}
@@ -162,11 +162,19 @@ func (c *handoverConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
-func (c *handoverConn) check() {
-	// http.Server asks for RemoteAddr before it sets its own deadlines: a
-	// client that sends nothing must not hold this goroutine for ever.
+// checkBounded checks under a deadline of its own: http.Server asks for
+// RemoteAddr before it sets its own deadlines, and a client that sends
+// nothing must not hold this goroutine for ever. From Read, the deadline
+// is the reader's (the front's idle one): clearing it would let a client
+// that sent one request hold its connection, and its --max-conns slot,
+// for ever.
+func (c *handoverConn) checkBounded() {
 	_ = c.Conn.SetReadDeadline(time.Now().Add(PreambleTimeout))
 	defer c.Conn.SetReadDeadline(time.Time{})
+	c.check()
+}
+
+func (c *handoverConn) check() {
 	// One read takes the whole first segment (preamble and request); the
 	// server then drains it from here before reading the socket again.
 	c.br = bufio.NewReaderSize(c.Conn, 4096)
@@ -213,7 +221,7 @@ func reasonOf(err error) string {
 
 // RemoteAddr is the client's address for a handed-over connection.
 func (c *handoverConn) RemoteAddr() net.Addr {
-	c.once.Do(c.check)
+	c.once.Do(c.checkBounded)
 	if c.remote != nil {
 		return c.remote
 	}

@@ -159,3 +159,49 @@ func TestHandoverReadTCP(t *testing.T) {
 		})
 	}
 }
+
+// TestHandoverKeepsReadDeadline: the preamble, read on the first Read,
+// leaves the deadline the server set before it (the front's idle
+// deadline): a client that sends one request and then nothing is still
+// let go when it runs out.
+func TestHandoverKeepsReadDeadline(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	ln := AcceptHandovers(raw, &Verifier{Key: []byte("k"), Dispatcher: func() string { return "d1" }}, nil)
+	c, err := net.Dial("tcp", raw.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first := "GET /one HTTP/1.1\r\n\r\n"
+	if _, err := io.WriteString(c, first); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	sc.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	got := make([]byte, len(first))
+	if _, err := io.ReadFull(sc, got); err != nil || string(got) != first {
+		t.Fatalf("first read: %q, %v", got, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := sc.Read(make([]byte, 8))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("read past the server's deadline: %v, want a timeout", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's read deadline was lost: an idle client is held for ever")
+	}
+}
