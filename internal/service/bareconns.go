@@ -21,18 +21,20 @@ import (
 // its slot is given back when the server reports the connection's end:
 // set the server's ConnState to BareConns.ConnState, and leave its
 // MaxConnsPerIP at 0 (fasthttp would report its own wrapper, unknown here).
-// A connection that does not wrap a TCP connection (TLS) is served as is.
+// A connection that does not wrap a TCP connection (TLS), or whose wrappers
+// hold bytes they read ahead of it (socket.ReadTCP), is served as is.
 type BareConns struct {
 	mu   sync.Mutex
 	held map[net.Conn]bareWrapper // the bare connection -> its wrapper
 }
 
-// bareWrapper is a connection that exposes the TCP connection under it and
-// can give back what it holds without closing it: frontdoor's limit over a
-// plain listener, which only counts. A wrapper that reads ahead of its
-// socket (the front door's hand-over) has no Release and is served as is.
+// bareWrapper is a connection that exposes the TCP connection under it for
+// reads too and can give back what it holds without closing it:
+// frontdoor's limit, which only counts. Over a wrapper that reads ahead of
+// its socket (the front door's hand-over), its ReadTCP is nil until the
+// bytes read ahead are given back, and the connection is served as is.
 type bareWrapper interface {
-	socket.Wrapper
+	socket.Reader
 	Release()
 }
 
@@ -78,7 +80,7 @@ func (l *bareListener) Accept() (net.Conn, error) {
 	if !ok {
 		return c, nil
 	}
-	tc := w.TCPConn()
+	tc := w.ReadTCP()
 	if tc == nil {
 		return c, nil
 	}

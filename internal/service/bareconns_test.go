@@ -17,9 +17,10 @@ import (
 // once, by Release or Close.
 type slotConn struct {
 	net.Conn
-	tcp      bool // exposes its TCP connection
-	released *atomic.Int32
-	once     atomic.Bool
+	tcp       bool // exposes its TCP connection
+	readAhead bool // holds bytes read ahead of it (ReadTCP nil)
+	released  *atomic.Int32
+	once      atomic.Bool
 }
 
 func (c *slotConn) TCPConn() *net.TCPConn {
@@ -27,6 +28,13 @@ func (c *slotConn) TCPConn() *net.TCPConn {
 		return nil
 	}
 	return c.Conn.(*net.TCPConn)
+}
+
+func (c *slotConn) ReadTCP() *net.TCPConn {
+	if c.readAhead {
+		return nil
+	}
+	return c.TCPConn()
 }
 
 func (c *slotConn) Release() {
@@ -39,8 +47,8 @@ func (c *slotConn) Close() error { c.Release(); return c.Conn.Close() }
 
 type slotListener struct {
 	net.Listener
-	tcp      bool
-	released *atomic.Int32
+	tcp, readAhead bool
+	released       *atomic.Int32
 }
 
 func (l *slotListener) Accept() (net.Conn, error) {
@@ -48,23 +56,26 @@ func (l *slotListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &slotConn{Conn: c, tcp: l.tcp, released: l.released}, nil
+	return &slotConn{Conn: c, tcp: l.tcp, readAhead: l.readAhead, released: l.released}, nil
 }
 
 // TestBareConns: a fasthttp server behind BareConns is handed the TCP
 // connection itself when the wrapper exposes it (so that it can writev),
 // the wrapper's slot is given back once the connection ends, closed or
-// hijacked, and a wrapper without a TCP connection is served as it is.
+// hijacked, and a wrapper without a TCP connection, or holding bytes read
+// ahead of it, is served as it is.
 func TestBareConns(t *testing.T) {
 	tests := []struct {
-		name     string
-		tcp      bool   // the wrapper exposes its TCP connection
-		path     string // /hijack: the handler hijacks the connection
-		wantType string // the connection type the handler sees
+		name      string
+		tcp       bool   // the wrapper exposes its TCP connection
+		readAhead bool   // the wrapper holds bytes read ahead of it
+		path      string // /hijack: the handler hijacks the connection
+		wantType  string // the connection type the handler sees
 	}{
-		{"wrapped TCP connection", true, "/", "*net.TCPConn"},
-		{"hijacked", true, "/hijack", "*net.TCPConn"},
-		{"wrapper without TCP connection", false, "/", "*service.slotConn"},
+		{"wrapped TCP connection", true, false, "/", "*net.TCPConn"},
+		{"hijacked", true, false, "/hijack", "*net.TCPConn"},
+		{"wrapper without TCP connection", false, false, "/", "*service.slotConn"},
+		{"wrapper that read ahead", true, true, "/", "*service.slotConn"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,7 +99,7 @@ func TestBareConns(t *testing.T) {
 			}}
 			done := make(chan error, 1)
 			go func() {
-				done <- srv.Serve(bare.Listener(&slotListener{Listener: ln, tcp: tc.tcp, released: &released}))
+				done <- srv.Serve(bare.Listener(&slotListener{Listener: ln, tcp: tc.tcp, readAhead: tc.readAhead, released: &released}))
 			}()
 			t.Cleanup(func() { srv.Shutdown(); <-done })
 
