@@ -151,6 +151,10 @@ func (w *memSender) sendAll(fd uintptr) bool {
 			w.err = e
 			return true
 		}
+		if k == 0 { // no progress and no error: end, not spin (as poll.FD.Write)
+			w.err = io.ErrUnexpectedEOF
+			return true
+		}
 		sent := int(k)
 		h := min(sent, len(w.head))
 		w.head, w.body = w.head[h:], w.body[sent-h:]
