@@ -37,8 +37,9 @@ const PromptInterval = time.Millisecond
 // hurry (Prompt).
 type PromptListener struct {
 	*net.TCPListener
-	rc   syscall.RawConn
-	next atomic.Int64 // when Prompt may look again (Unix ns)
+	rc    syscall.RawConn
+	start time.Time    // the clock's origin: monotonic, so that a step of the wall clock back does not stop Prompt
+	next  atomic.Int64 // when Prompt may look again (ns since start)
 
 	mu     sync.Mutex
 	kicked bool // the deadline is in the past, set by Prompt
@@ -51,7 +52,7 @@ func NewPromptListener(ln *net.TCPListener) (*PromptListener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prompt listener %s: %w", ln.Addr(), err)
 	}
-	return &PromptListener{TCPListener: ln, rc: rc}, nil
+	return &PromptListener{TCPListener: ln, rc: rc, start: time.Now()}, nil
 }
 
 // Accept returns the next connection; a prompt ends its wait early.
@@ -79,7 +80,7 @@ func (l *PromptListener) unkick() bool {
 // at most once per PromptInterval; now is the caller's time.Now. Cheap
 // when it does nothing (an atomic load); the look is one raw ppoll.
 func (l *PromptListener) Prompt(now time.Time) {
-	t := now.UnixNano()
+	t := int64(now.Sub(l.start))
 	next := l.next.Load()
 	if t < next || !l.next.CompareAndSwap(next, t+int64(PromptInterval)) {
 		return
