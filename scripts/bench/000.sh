@@ -55,11 +55,13 @@ run() { # label json-name extra-flags...
 }
 
 # throttled N: the server hosts' CPU periods (10 ms) and how many of them ran out of
-# quota, summed (cgroup v1 cpu.stat; "0 0" elsewhere).
+# quota, summed (cpu.stat of the CPU cgroup the testbed recorded for each host, v1 or
+# v2; "0 0" without one).
 throttled() {
   local p=0 t=0 i f
   for i in $(seq "$1"); do
-    f=$(find -L /sys/fs/cgroup/cpu/ -maxdepth 4 -type d -name "mure-s$i" 2>/dev/null | head -1 || true)/cpu.stat
+    f=$(jq -r --arg h "s$i" '.hosts[] | select(.name == $h) | .cgroup.cpu // empty' \
+      /run/mure-testbed/state.json 2>/dev/null || true)/cpu.stat
     [ -f "$f" ] || continue
     p=$((p + $(awk '$1=="nr_periods"{print $2}' "$f")))
     t=$((t + $(awk '$1=="nr_throttled"{print $2}' "$f")))
