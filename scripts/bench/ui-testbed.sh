@@ -56,7 +56,7 @@ port) probe=10.77.0.11:7948 nodeargs="--ui-addr $probe" ;;
 http) probe=$node nodeargs= ;;
 *) echo "UI is port or http (got $ui)" >&2; exit 2 ;;
 esac
-[ -z "${GOTRACE:-}" ] || nodeargs="$nodeargs --pprof 10.77.0.11:6060"
+[ -z "${TRACE:-}" ] || [ -z "${GOTRACE:-}" ] || nodeargs="$nodeargs --pprof 10.77.0.11:6060" # the trace is taken with TRACE only
 env ${NODE_ENV:-} "$bin" testbed up --servers 1 --clients 2 --server-cpu 0.2 --client-cpu 0.6 \
   --server-link 100mbit --client-link 100mbit --disk tmpfs --data-size 2000 --node-args "$nodeargs ${NODE_ARGS:-}" >"$work/up.log"
 tx() { "$bin" testbed exec "$@"; }
