@@ -124,12 +124,16 @@ func (t *Transport) fetchBatch(ctx context.Context, peer string, blobs []files.B
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("fetch blobs from %s: status %d %s", peer, resp.StatusCode, msg)
 	}
-	return readFrames(bufio.NewReaderSize(resp.Body, 64<<10), len(blobs), each)
+	return readFrames(bufio.NewReaderSize(resp.Body, 64<<10), blobs, each)
 }
 
-// readFrames reads n frames from r, calling each with every blob present.
-func readFrames(r io.Reader, n int, each func(i int, body io.Reader) error) error {
+// readFrames reads the frames of blobs from r, calling each with every
+// blob present. A frame whose size is not the blob's ends the answer: its
+// bytes could not pass the blob's check, and what is read from a peer
+// stays bounded by the sizes asked for.
+func readFrames(r io.Reader, blobs []files.BlobRef, each func(i int, body io.Reader) error) error {
 	var hdr [8]byte
+	n := len(blobs)
 	for i := range n {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			return fmt.Errorf("blob %d of %d: %w", i+1, n, noEOF(err))
@@ -139,8 +143,8 @@ func readFrames(r io.Reader, n int, each func(i int, body io.Reader) error) erro
 			continue
 		}
 		size := int64(raw)
-		if size < 0 {
-			return fmt.Errorf("blob %d of %d: bad size %d", i+1, n, size)
+		if size != blobs[i].Size {
+			return fmt.Errorf("blob %d of %d: the answer's frame has %d bytes, the blob %d", i+1, n, size, blobs[i].Size)
 		}
 		lr := &io.LimitedReader{R: r, N: size}
 		if err := each(i, lr); err != nil {

@@ -1,7 +1,9 @@
 package filepeer
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net/http"
@@ -131,3 +133,29 @@ func TestBatchFetchBounds(t *testing.T) {
 		})
 	}
 }
+
+// A frame whose size is not the blob's asked (a broken or hostile peer
+// announcing more) ends the answer at its header: its bytes are not read,
+// so what a fetch reads stays bounded by the sizes asked for.
+func TestFramesOfAnotherSize(t *testing.T) {
+	blobs := []files.BlobRef{{Path: "a", Size: 3}, {Path: "b", Size: 3}}
+	var answer []byte
+	answer = binary.BigEndian.AppendUint64(answer, 3)
+	answer = append(answer, "abc"...)
+	answer = binary.BigEndian.AppendUint64(answer, 1<<62)
+	r := io.MultiReader(bytes.NewReader(answer), neverEnding{})
+	var got []int
+	err := readFrames(r, blobs, func(i int, body io.Reader) error {
+		got = append(got, i)
+		_, err := io.Copy(io.Discard, body)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "blob 2 of 2") || !slices.Equal(got, []int{0}) {
+		t.Fatalf("got blobs %v, err %v; want blob 0, then an error at blob 2's frame", got, err)
+	}
+}
+
+// neverEnding reads as endless zeros.
+type neverEnding struct{}
+
+func (neverEnding) Read(p []byte) (int, error) { clear(p); return len(p), nil }
