@@ -12,10 +12,11 @@ import (
 )
 
 // TestDeletedSpaceComesBack: a file deleted soon after it was written
-// leaves no blob on disk once the blobs' protection (twice the write
-// timeout) ends, without waiting for the path to change again: the
-// writer's own copy and a standby copy pushed here. Both stayed on disk
-// until the path was written again (paper 002's runs met 507 no_space).
+// leaves no blob on disk once the blobs' protection ends, without waiting
+// for the path to change again: the writer's own copy once this node has
+// applied its commit (decision 0063), a standby copy pushed here after
+// twice the write timeout. Both stayed on disk until the path was written
+// again (paper 002's runs met 507 no_space).
 func TestDeletedSpaceComesBack(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -24,11 +25,13 @@ func TestDeletedSpaceComesBack(t *testing.T) {
 		// version's protection ended, instead of deleted; the first
 		// version's blob goes (the second's, current, stays)
 		overwritten bool
-		// protection is twice the write timeout: the copies go once it
-		// has ended
+		// a pushed copy's protection is twice the write timeout: it goes
+		// once that has ended; the writer's own goes once its commit is
+		// applied, long before a minute's timeout
 		writeTimeout time.Duration
 	}{
 		{"the writer's copy", false, false, 300 * time.Millisecond},
+		{"the writer's copy, at the delete", false, false, time.Minute},
 		{"a pushed copy still protected", true, false, 300 * time.Millisecond},
 		{"an overwritten version", false, true, 300 * time.Millisecond},
 	} {
