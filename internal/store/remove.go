@@ -8,12 +8,15 @@ import (
 	"strings"
 )
 
-// Remove deletes blob (path, id). Removing an absent blob is not an error.
-func (s *Store) Remove(path, id string) error {
-	if !validID(id) {
-		return fmt.Errorf("store: remove %q/%q: %w", path, id, ErrBadID)
+// Remove deletes blobs (path, id) of the ids given, with one directory
+// sync. Removing an absent blob is not an error.
+func (s *Store) Remove(path string, ids ...string) error {
+	for _, id := range ids {
+		if !validID(id) {
+			return fmt.Errorf("store: remove %q/%q: %w", path, id, ErrBadID)
+		}
 	}
-	return s.removeWhere(path, "remove", func(x string) bool { return x == id })
+	return s.removeWhere(path, "remove", func(x string) bool { return slices.Contains(ids, x) })
 }
 
 // RemoveExcept deletes every blob of path whose id is not in keep (garbage

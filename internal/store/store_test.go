@@ -547,3 +547,26 @@ func TestDiskFree(t *testing.T) {
 		t.Errorf("DiskFree = %d, %d", free, total)
 	}
 }
+
+// Remove with several ids removes those (small and large blobs alike)
+// and nothing else: a blob stored after the caller judged the others
+// stays (garbage collection removes only what it listed).
+func TestRemoveSeveral(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id, n := range map[string]int{"v1": 10, "v2": 70 << 10, "v3": 5} {
+		put(t, s, "f", id, content(n, 1))
+	}
+	if err := s.Remove("f", "v1", "v2", "absent"); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := s.IDs("f"); err != nil || !slices.Equal(ids, []string{"v3"}) {
+		t.Fatalf("IDs after Remove(v1, v2) = %v, %v; want [v3]", ids, err)
+	}
+	if err := s.Remove("f", "v3", "bad/id"); !errors.Is(err, ErrBadID) {
+		t.Fatalf("Remove with a bad id: %v, want ErrBadID", err)
+	}
+}
