@@ -46,7 +46,7 @@ func TestFetchJobs(t *testing.T) {
 
 // A job of several small copies is one batch fetch: the blobs not here
 // already are fetched together and each copy is reported; a blob the
-// source does not have fails alone.
+// source does not have, or whose bytes fail their SHA-256, fails alone.
 func TestResumeReplicasInOneFetch(t *testing.T) {
 	c := newFakeCluster(t, "a", "b")
 	c.apply(meta.Command{Kind: meta.KindSetConfig, Key: meta.CfgDurability, Value: "local"})
@@ -70,18 +70,34 @@ func TestResumeReplicasInOneFetch(t *testing.T) {
 	if err := a.st.Remove("f3", job.files[3].BlobID); err != nil {
 		t.Fatal(err)
 	}
+	// f1's blob on a holds other bytes of the same size: b's check of
+	// its SHA-256 fails that copy alone.
+	if err := a.st.Remove("f1", job.files[1].BlobID); err != nil {
+		t.Fatal(err)
+	}
+	w, err := a.st.Create("f1", job.files[1].BlobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("CONTENT OF F1"))
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
 	fetched := 0
 	errs := b.resumeReplicas(ctx, job, func() { fetched++ })
 	for i, err := range errs {
-		if (err != nil) != (i == 3) || i == 3 && !errors.Is(err, errNotSent) {
+		if (err != nil) != (i == 1 || i == 3) || i == 3 && !errors.Is(err, errNotSent) || i == 1 && errors.Is(err, errNotSent) {
 			t.Fatalf("copy %d: %v", i, err)
 		}
+	}
+	if ids, _ := b.st.IDs("f1"); len(ids) != 0 {
+		t.Fatalf("the damaged copy of f1 was stored on b: %v", ids)
 	}
 	if fetched != 1 || !slices.Equal(c.fetchBatches, []int{3}) {
 		t.Fatalf("fetched called %d times, batches %v; want once, [3]", fetched, c.fetchBatches)
 	}
 	for i, f := range job.files {
-		if valid := c.fsms["b"].File(f.Path).IsValidOn("b"); valid != (i < 3) {
+		if valid := c.fsms["b"].File(f.Path).IsValidOn("b"); valid != (i == 0 || i == 2) {
 			t.Fatalf("%s valid on b: %v", f.Path, valid)
 		}
 	}
