@@ -291,6 +291,7 @@ func TestMountFiles(t *testing.T) {
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(cctx, name, args...)
+			cmd.Env = withoutGitEnv(os.Environ())
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%s %v: %v\n%s", name, args, err, out)
 			}
@@ -436,4 +437,17 @@ func TestMountNodeKilled(t *testing.T) {
 	if d := time.Since(start); d > 40*time.Second {
 		t.Fatalf("EIO took %s", d)
 	}
+}
+
+// withoutGitEnv drops the GIT_* variables a test inherits: run under `git
+// bisect run` or a hook, GIT_DIR points at the project's own repository, and
+// the test's git commands would write their commits and config there.
+func withoutGitEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "GIT_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
