@@ -15,17 +15,7 @@ func (w wrapped) TCPConn() *net.TCPConn { return TCP(w.Conn) }
 type opaque struct{ net.Conn }
 
 func TestTCP(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	tc := c.(*net.TCPConn)
+	tc := dialTCP(t)
 	p1, p2 := net.Pipe()
 	defer p1.Close()
 	defer p2.Close()
@@ -66,17 +56,7 @@ func (r reading) ReadTCP() *net.TCPConn {
 }
 
 func TestReadTCP(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	tc := c.(*net.TCPConn)
+	tc := dialTCP(t)
 	for _, tc2 := range []struct {
 		name string
 		c    net.Conn
@@ -97,4 +77,21 @@ func TestReadTCP(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dialTCP returns a loopback TCP connection, closed with its listener when the
+// test ends.
+func dialTCP(t *testing.T) *net.TCPConn {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.(*net.TCPConn)
 }
